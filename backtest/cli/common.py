@@ -1,0 +1,58 @@
+"""Shared pieces of the CLI: the workspace option, date parsing, output helpers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import Any
+
+import click
+
+from ..errors import BadInput
+from ..workspace import Workspace
+
+
+def parse_date(value: str | None, what: str = "date") -> dt.date | None:
+    """Parse YYYY-MM-DD or raise BadInput naming ``what``."""
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise BadInput(f"{what}: {value!r} is not a date (YYYY-MM-DD)") from None
+
+
+class DateType(click.ParamType):
+    """A click parameter type for ISO dates."""
+
+    name = "DATE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, dt.date):
+            return value
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a date (YYYY-MM-DD)", param, ctx)
+
+
+DATE = DateType()
+
+
+def workspace(ctx: click.Context) -> Workspace:
+    """The workspace chosen by ``--root`` / ``BACKTEST_HOME`` / the current directory."""
+    return ctx.find_root().obj["ws"]
+
+
+def echo_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON (for ``--json``)."""
+    click.echo(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def progress_enabled() -> bool:
+    """Progress bars only on an interactive terminal, so logs and CI stay clean."""
+    return sys.stderr.isatty()
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")

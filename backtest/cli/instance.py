@@ -1,0 +1,57 @@
+"""``backtest instance create | verify``."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import CheckFailed
+from ..instance import create_instance, load_instance, verify_instance
+from ..records import RetrievalSettings
+from .common import DATE, echo_json, json_option, workspace
+from .main import cli
+
+
+@cli.group()
+def instance() -> None:
+    """Create and verify sealed instances (cutoff + past + future corpora + settings)."""
+
+
+@instance.command("create")
+@click.argument("instance_id")
+@click.option("--cutoff", type=DATE, required=True, help="The cutoff date T (inclusive for the past).")
+@click.option("--past", required=True, help="Past corpus: manifest path or corpus id.")
+@click.option("--future", required=True, help="Future corpus: manifest path or corpus id.")
+@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense", show_default=True)
+@click.option("--model", default="all-MiniLM-L6-v2", show_default=True, help="Sentence-transformers model for dense retrieval.")
+@click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True)
+@click.option("--max-chars", type=click.IntRange(50), default=1200, show_default=True, help="Characters of abstract shown to the judge.")
+@click.option("--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: offline judge.")
+@click.option("--domain", default="", help="A short description of the domain (used by prompt-only generators).")
+@json_option
+@click.pass_context
+def create(ctx, instance_id, cutoff, past, future, retriever, model, k, max_chars, judge_config, domain, as_json):
+    """Seal a new instance after checking both corpora against the cutoff."""
+    ws = workspace(ctx)
+    settings = RetrievalSettings(method=retriever, model=model, k=k, max_chars=max_chars)
+    inst = create_instance(instance_id, cutoff, past, future, ws, retrieval=settings, judge_config=judge_config, domain=domain)
+    if as_json:
+        echo_json(inst.model_dump(mode="json"))
+    else:
+        click.echo(f"created instance {inst.instance_id}: cutoff {inst.cutoff}, seal {inst.seal}")
+
+
+@instance.command("verify")
+@click.argument("instance_id")
+@json_option
+@click.pass_context
+def verify(ctx, instance_id, as_json):
+    """Re-verify an instance: its seal, both corpora, and the cutoff (exit 1 on any failure)."""
+    ws = workspace(ctx)
+    inst = load_instance(instance_id, ws)
+    problems = verify_instance(inst, ws)
+    if as_json:
+        echo_json({"instance_id": inst.instance_id, "ok": not problems, "problems": problems})
+    elif not problems:
+        click.echo(f"OK {inst.instance_id}: cutoff {inst.cutoff}, seal {inst.seal}")
+    if problems:
+        raise CheckFailed(f"instance {inst.instance_id} does not verify: {problems[0]}", problems)

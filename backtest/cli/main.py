@@ -1,0 +1,65 @@
+"""The ``backtest`` click group and the entry point that maps errors to exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import BacktestError
+from ..workspace import Workspace
+
+# Feature modules that attach commands to ``cli``; each is imported at start-up.
+COMMAND_MODULES = ["corpus", "instance", "schema"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "BACKTEST"})
+@click.option("--root", type=click.Path(file_okay=False), envvar="BACKTEST_HOME", default=None,
+              help="Project folder holding corpora/, manifests/, frozen/, results/ (default: current directory).")
+@click.version_option(__version__, prog_name="backtest")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None) -> None:
+    """Make claims about question-generating systems falsifiable.
+
+    Freeze questions generated from a past corpus, then retrieve and judge what
+    a temporally isolated future corpus says about them. Exit codes: 0 success,
+    1 a check failed, 2 bad input or usage.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["ws"] = Workspace.from_env(root)
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"backtest.cli.{_name}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI, printing BacktestErrors as one line (no traceback)."""
+    try:
+        cli.main(args=argv, prog_name="backtest", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(2)
+    except BacktestError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        for line in exc.details[1:21]:
+            click.echo(f"  {line}", err=True)
+        if len(exc.details) > 21:
+            click.echo(f"  … and {len(exc.details) - 21} more", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
+        if os.environ.get("BACKTEST_DEBUG"):
+            raise
+        click.echo(f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)", err=True)
+        sys.exit(3)

@@ -1,0 +1,1 @@
+"""Corpora: source adapters, sealed builds, verification and read access."""

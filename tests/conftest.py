@@ -1,0 +1,103 @@
+"""Shared fixtures: the real corpora in ../shared, built instances, and a CLI runner.
+
+Tests that need ``../shared`` skip with a clear reason when it is absent. Built
+corpora and instances are made once per session in a temporary workspace.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from backtest.corpus.build import BuildOptions, build_corpus
+from backtest.instance import create_instance
+from backtest.workspace import Workspace
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("BACKTEST_SHARED", REPO.parent / "shared"))
+CORPORA = SHARED / "corpora"
+DAILY = CORPORA / "astro-ph-daily"
+ARCHIVE = CORPORA / "arxiv-archive-2020"
+SQB = SHARED / "reference" / "sqb"
+
+needs_shared = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"real corpora not found at {CORPORA}")
+
+
+def run_cli(args: list[str], root: Path | None = None, capsys=None) -> tuple[int, str, str]:
+    """Run the real ``backtest`` entry point in-process; return (exit code, stdout, stderr)."""
+    from backtest.cli.main import main
+
+    argv = (["--root", str(root)] if root else []) + [str(a) for a in args]
+    code = 0
+    try:
+        main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = ("", "")
+    if capsys is not None:
+        captured = capsys.readouterr()
+        out, err = captured.out, captured.err
+    return code, out, err
+
+
+@pytest.fixture
+def cli(capsys):
+    """Call the CLI: ``cli(args, root=...)`` -> (code, stdout, stderr)."""
+
+    def call(args, root=None):
+        return run_cli(args, root=root, capsys=capsys)
+
+    return call
+
+
+def build_astro(ws: Workspace, cutoff=dt.date(2025, 10, 31), end=dt.date(2026, 7, 1), categories=None, suffix="") -> str:
+    """Build the astro-2025 instance (optionally restricted to categories) into ``ws``; return its id."""
+    cats = list(categories or [])
+    past = build_corpus(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-past", "past", end=cutoff, categories=cats), ws)
+    future = build_corpus(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-future", "future",
+                                       start=cutoff + dt.timedelta(days=1), end=end, categories=cats), ws)
+    create_instance(f"astro-2025{suffix}", cutoff, past.corpus_id, future.corpus_id, ws,
+                    domain="astrophysics (arXiv astro-ph), exoplanet atmospheres in focus")
+    return f"astro-2025{suffix}"
+
+
+@pytest.fixture(scope="session")
+def astro_ws(tmp_path_factory) -> Workspace:
+    """A workspace with the full astro-2025 instance built from ../shared (read-only for tests)."""
+    if not DAILY.is_dir():
+        pytest.skip(f"astro-ph daily listings not found at {DAILY}")
+    ws = Workspace(tmp_path_factory.mktemp("astro"))
+    build_astro(ws)
+    return ws
+
+
+@pytest.fixture(scope="session")
+def astro_ep_ws(tmp_path_factory) -> Workspace:
+    """A small real instance ``astro-2025-ep``: astro-2025 restricted to astro-ph.EP (exoplanets).
+
+    About 1,000 papers, so dense embedding of the whole future side takes seconds, not minutes.
+    """
+    if not DAILY.is_dir():
+        pytest.skip(f"astro-ph daily listings not found at {DAILY}")
+    ws = Workspace(tmp_path_factory.mktemp("astro_ep"))
+    build_astro(ws, categories=["astro-ph.EP"], suffix="-ep")
+    return ws
+
+
+@pytest.fixture
+def copy_ws(tmp_path):
+    """Copy a session workspace into a fresh temp folder, so a test may tamper with it."""
+
+    def copy(ws: Workspace) -> Workspace:
+        dest = tmp_path / "ws"
+        shutil.copytree(ws.root, dest)
+        return Workspace(dest)
+
+    return copy
