@@ -11,7 +11,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test test-fast demo instances freeze score report bench clean-corpora
+.PHONY: install test test-fast demo instances astro-2025 space-2016 freeze score report bench clean-corpora
 
 install:  ## create .venv and install backtest with its test and local-LLM extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,23 +25,47 @@ test:  ## the whole suite, slow real-model and real-server tests included
 test-fast:  ## the suite without slow tests
 	$(BIN)/pytest -m 'not slow'
 
-instances: manifests/instances/astro-2025.json manifests/instances/space-2016.json  ## build the two ready instances from ../shared/corpora
+# `make instances`: build the corpora of the two ready instances from ../shared/corpora and
+# seal the instances. A manifest or instance file that is committed must be reproduced byte
+# for byte (`--reproduce`: exit 1, install nothing, if the rebuild differs), so CI proves
+# that the committed seals follow from the data; a missing one is written. A corpus is
+# rebuilt when its records are missing or older than its manifest.
+ARCHIVE := $(CORPORA)/arxiv-archive-2020
+DAILY := $(CORPORA)/astro-ph-daily
+SPACE_INPUTS := $(foreach c,space-ph ao-ph geo-ph,--input $(ARCHIVE)/physics.$(c).tsv.xz)
+SPACE_FILTER := --source arxiv-archive $(SPACE_INPUTS) --categories physics.space-ph,physics.ao-ph,physics.geo-ph,physics.plasm-ph
+reproduce = $(if $(wildcard $(1)),--reproduce)
+ASTRO_CORPORA := corpora/astro-2025-past/records.jsonl corpora/astro-2025-future/records.jsonl
+SPACE_CORPORA := corpora/space-2016-past/records.jsonl corpora/space-2016-future/records.jsonl
 
-manifests/instances/astro-2025.json:
-	$(BACKTEST) corpus build --source arxiv-daily --input $(CORPORA)/astro-ph-daily --id astro-2025-past --role past --end 2025-10-31
-	$(BACKTEST) corpus build --source arxiv-daily --input $(CORPORA)/astro-ph-daily --id astro-2025-future --role future --start 2025-11-01 --end 2026-07-01
+instances: astro-2025 space-2016  ## build (or reproduce) the two ready instances from ../shared/corpora
+
+astro-2025: $(ASTRO_CORPORA)
 	$(BACKTEST) instance create astro-2025 --cutoff 2025-10-31 --past astro-2025-past --future astro-2025-future \
-	  --domain "astrophysics (arXiv astro-ph), with exoplanet atmospheres in focus"
+	  --domain "astrophysics (arXiv astro-ph), with exoplanet atmospheres in focus" $(call reproduce,manifests/instances/astro-2025.json)
+	$(BACKTEST) instance verify astro-2025
 
-manifests/instances/space-2016.json:
-	$(BACKTEST) corpus build --source arxiv-archive --input $(CORPORA)/arxiv-archive-2020/physics.space-ph.tsv.xz \
-	  --input $(CORPORA)/arxiv-archive-2020/physics.ao-ph.tsv.xz --input $(CORPORA)/arxiv-archive-2020/physics.geo-ph.tsv.xz \
-	  --categories physics.space-ph,physics.ao-ph,physics.geo-ph,physics.plasm-ph --id space-2016-past --role past --start 2010-01-01 --end 2016-12-31
-	$(BACKTEST) corpus build --source arxiv-archive --input $(CORPORA)/arxiv-archive-2020/physics.space-ph.tsv.xz \
-	  --input $(CORPORA)/arxiv-archive-2020/physics.ao-ph.tsv.xz --input $(CORPORA)/arxiv-archive-2020/physics.geo-ph.tsv.xz \
-	  --categories physics.space-ph,physics.ao-ph,physics.geo-ph,physics.plasm-ph --id space-2016-future --role future --start 2017-01-01 --end 2019-12-31
+space-2016: $(SPACE_CORPORA)
 	$(BACKTEST) instance create space-2016 --cutoff 2016-12-31 --past space-2016-past --future space-2016-future \
-	  --domain "space, atmospheric, geo- and plasma physics (arXiv physics.space-ph, ao-ph, geo-ph, plasm-ph)"
+	  --domain "space, atmospheric, geo- and plasma physics (arXiv physics.space-ph, ao-ph, geo-ph, plasm-ph)" \
+	  $(call reproduce,manifests/instances/space-2016.json)
+	$(BACKTEST) instance verify space-2016
+
+corpora/astro-2025-past/records.jsonl: $(wildcard manifests/astro-2025-past.json)
+	$(BACKTEST) corpus build --source arxiv-daily --input $(DAILY) --id astro-2025-past --role past --end 2025-10-31 \
+	  $(call reproduce,manifests/astro-2025-past.json)
+
+corpora/astro-2025-future/records.jsonl: $(wildcard manifests/astro-2025-future.json)
+	$(BACKTEST) corpus build --source arxiv-daily --input $(DAILY) --id astro-2025-future --role future \
+	  --start 2025-11-01 --end 2026-07-01 $(call reproduce,manifests/astro-2025-future.json)
+
+corpora/space-2016-past/records.jsonl: $(wildcard manifests/space-2016-past.json)
+	$(BACKTEST) corpus build $(SPACE_FILTER) --id space-2016-past --role past --start 2010-01-01 --end 2016-12-31 \
+	  $(call reproduce,manifests/space-2016-past.json)
+
+corpora/space-2016-future/records.jsonl: $(wildcard manifests/space-2016-future.json)
+	$(BACKTEST) corpus build $(SPACE_FILTER) --id space-2016-future --role future --start 2017-01-01 --end 2019-12-31 \
+	  $(call reproduce,manifests/space-2016-future.json)
 
 bench:  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench

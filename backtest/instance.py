@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from .corpus.build import load_manifest, verify_corpus
+from .corpus.build import load_manifest, manifest_text, verify_corpus
 from .corpus.store import CorpusStore, PastCorpus
 from .errors import BadInput, CheckFailed
 from .fileio import read_json, write_json
@@ -61,8 +61,14 @@ def create_instance(
     judge_config: str | None = None,
     domain: str = "",
     future_declaration: dict | None = None,
+    reproduce: bool = False,
 ) -> Instance:
-    """Seal a new instance after checking both corpora against the cutoff, by day."""
+    """Seal a new instance after checking both corpora against the cutoff, by day.
+
+    Any violation is refused with one line (CheckFailed, exit 1) that names the offending
+    corpus and an offending record. With ``reproduce`` the instance file already in
+    ``manifests/instances/<id>.json`` must come out byte for byte (it is then left as is).
+    """
     past_manifest = load_manifest(past, ws)
     problems = _check_past(past_manifest, _verified_store(past_manifest, ws), cutoff)
     future_ref = None
@@ -73,7 +79,7 @@ def create_instance(
     elif not future_declaration:
         raise BadInput("an instance needs a future manifest, or a declared future query and window (prospective)")
     if problems:
-        raise CheckFailed(problems[0], problems)
+        raise CheckFailed(f"instance {instance_id} refused: " + "; ".join(problems))
     judge = JudgeSettings()
     if judge_config:
         path = Path(judge_config)
@@ -91,7 +97,17 @@ def create_instance(
         judge=judge,
     ).model_dump(mode="json")
     sealed = with_seal(data)
-    write_json(ws.instance_path(instance_id), sealed)
+    path = ws.instance_path(instance_id)
+    if reproduce:
+        if not path.is_file():
+            raise BadInput(f"{path}: no committed instance to reproduce (create it once without --reproduce)")
+        if path.read_text(encoding="utf-8") != manifest_text(sealed):
+            old = read_json(path)
+            changed = sorted(k for k in set(old) | set(sealed) if k != "seal" and old.get(k) != sealed.get(k)) if isinstance(old, dict) else []
+            raise CheckFailed(f"{path}: re-creating the instance does not reproduce the committed file "
+                              f"(differs in {', '.join(changed) or 'formatting'}); it was left unchanged")
+    else:
+        write_json(path, sealed)
     return Instance.model_validate(sealed)
 
 

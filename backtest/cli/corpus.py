@@ -30,18 +30,22 @@ def corpus() -> None:
 @click.option("--end", type=DATE, help="Last day of the window (inclusive).")
 @click.option("--categories", help="Keep records in any of these comma-separated arXiv categories.")
 @click.option("--query", help="Keep records whose title or abstract contains any '|'-separated phrase.")
+@click.option("--reproduce", is_flag=True,
+              help="The committed manifests/<ID>.json must come out byte for byte (exit 1 and install nothing if not).")
 @json_option
 @click.pass_context
-def build(ctx, source, inputs, corpus_id, role, start, end, categories, query, as_json):
+def build(ctx, source, inputs, corpus_id, role, start, end, categories, query, reproduce, as_json):
     """Build corpora/<ID>/ from a source and seal manifests/<ID>.json."""
     ws = workspace(ctx)
     opts = BuildOptions(source=source, inputs=list(inputs), corpus_id=corpus_id, role=role, start=start, end=end,
                         categories=[c for c in (categories or "").split(",") if c.strip()], query=query)
     with tqdm(desc=f"building {corpus_id}", unit=" rec", disable=not progress_enabled()) as bar:
-        manifest = build_corpus(opts, ws, progress=bar.update)
+        manifest = build_corpus(opts, ws, progress=bar.update, reproduce=reproduce)
     if as_json:
         echo_json(manifest.model_dump(mode="json"))
     else:
+        if reproduce:
+            click.echo(f"reproduced {ws.manifest_path(corpus_id)} byte for byte")
         click.echo(f"built {manifest.corpus_id}: {manifest.n_records} records, window {manifest.window.start}..{manifest.window.end}, seal {manifest.seal}")
         click.echo(f"manifest: {ws.manifest_path(corpus_id)}")
 

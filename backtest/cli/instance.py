@@ -27,17 +27,21 @@ def instance() -> None:
 @click.option("--max-chars", type=click.IntRange(50), default=1200, show_default=True, help="Characters of abstract shown to the judge.")
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: offline judge.")
 @click.option("--domain", default="", help="A short description of the domain (used by prompt-only generators).")
+@click.option("--reproduce", is_flag=True,
+              help="The committed manifests/instances/<ID>.json must come out byte for byte (exit 1 if not).")
 @json_option
 @click.pass_context
-def create(ctx, instance_id, cutoff, past, future, retriever, model, k, max_chars, judge_config, domain, as_json):
+def create(ctx, instance_id, cutoff, past, future, retriever, model, k, max_chars, judge_config, domain, reproduce, as_json):
     """Seal a new instance after checking both corpora against the cutoff."""
     ws = workspace(ctx)
     settings = RetrievalSettings(method=retriever, model=model, k=k, max_chars=max_chars)
-    inst = create_instance(instance_id, cutoff, past, future, ws, retrieval=settings, judge_config=judge_config, domain=domain)
+    inst = create_instance(instance_id, cutoff, past, future, ws, retrieval=settings, judge_config=judge_config,
+                           domain=domain, reproduce=reproduce)
     if as_json:
         echo_json(inst.model_dump(mode="json"))
     else:
-        click.echo(f"created instance {inst.instance_id}: cutoff {inst.cutoff}, seal {inst.seal}")
+        verb = "reproduced" if reproduce else "created"
+        click.echo(f"{verb} instance {inst.instance_id}: cutoff {inst.cutoff}, seal {inst.seal}")
 
 
 @instance.command("verify")

@@ -10,15 +10,19 @@ the sealed ``manifests/<id>.json``. Nothing is held in memory but the id index.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import heapq
 import json
 import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import BadInput, CheckFailed
-from ..fileio import atomic_writer, read_json, write_json
+from ..fileio import atomic_write_text, read_json
 from ..records import CorpusManifest, CorpusRecord, Window, parse_record
 from ..seal import compute_seal, sha256_bytes, sha256_file, with_seal
 from ..workspace import Workspace
@@ -109,70 +113,176 @@ def filtered_records(opts: BuildOptions, files: list[Path], counts: dict[str, in
         yield record
 
 
-def build_corpus(opts: BuildOptions, ws: Workspace, progress=None) -> CorpusManifest:
+def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bool = False) -> CorpusManifest:
     """Build and seal a corpus; returns the manifest (also written to ``manifests/<id>.json``).
 
-    Files are written atomically; a failure part-way leaves any earlier build untouched.
+    Everything is written into a staging folder under ``corpora/`` first and moved into
+    place only when the build succeeded, so a failure part-way leaves no new file and any
+    earlier build untouched. With ``reproduce`` the manifest already in
+    ``manifests/<id>.json`` must come out byte for byte; otherwise CheckFailed is raised
+    and nothing is installed (this is how ``make instances`` proves a rebuild).
     """
     if opts.role not in ("past", "future"):
         raise BadInput(f"--role must be past or future, not {opts.role!r}")
     if opts.start and opts.end and opts.start > opts.end:
         raise BadInput(f"empty window: start {opts.start} is after end {opts.end}")
     opts.categories = parse_categories(",".join(opts.categories)) if opts.categories else []
+    manifest_path = ws.manifest_path(opts.corpus_id)
+    expected = _expected_manifest(manifest_path) if reproduce else None
     source = get_source(opts.source)
     files = source.input_files(opts.inputs)
-    counts = {k: 0 for k in ("n_read", "n_duplicates", "n_outside_window", "n_other_categories",
-                             "n_query_mismatch", "n_no_abstract", "n_id_month_dropped", "n_relisted_old_ids")}
-    out_dir = ws.corpus_dir(opts.corpus_id)
-    index: list[tuple[str, str, str]] = []
+    input_sha256 = {p.name: _input_sha256(p) for p in files}
+    ws.corpora.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{opts.corpus_id}.", suffix=".building", dir=ws.corpora))
+    try:
+        counts = {k: 0 for k in COUNT_KEYS}
+        n_records, first, last = _write_records(opts, files, counts, staging, progress)
+        if not n_records:
+            raise BadInput(f"empty corpus: no record of {len(files)} input file(s) passed the filters ({_summary(counts)})")
+        index_sha256 = _sort_index(staging)
+        window = Window(start=opts.start or first, end=opts.end or last)
+        manifest = {
+            "schema_version": CorpusManifest.SCHEMA_VERSION,
+            "corpus_id": opts.corpus_id,
+            "role": opts.role,
+            "window": window.model_dump(mode="json"),
+            "source": {
+                "kind": opts.source,
+                "inputs": [_portable(p) for p in opts.inputs],
+                "input_sha256": input_sha256,
+                "categories": opts.categories,
+                "query": opts.query,
+            },
+            "rules": {
+                "dedup": DEDUP_RULE,
+                "date": _DATE_RULES.get(opts.source, "the source's publication date"),
+                "id_month": ID_MONTH_RULE,
+                "no_abstract": NO_ABSTRACT_RULE,
+                "query": QUERY_RULE,
+                "window": "inclusive, compared by day",
+            },
+            "counts": counts,
+            "n_records": n_records,
+            "index_sha256": index_sha256,
+            "records_sha256": sha256_file(staging / RECORDS_FILE),
+        }
+        sealed = with_seal(manifest)
+        result = parse_record(CorpusManifest, sealed, "manifest")
+        text = manifest_text(sealed)
+        if expected is not None and text != expected:
+            raise CheckFailed(_reproduce_failure(manifest_path, expected, sealed))
+        out_dir = ws.corpus_dir(opts.corpus_id)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in (RECORDS_FILE, INDEX_FILE):
+            os.replace(staging / name, out_dir / name)
+        if expected is None:
+            atomic_write_text(manifest_path, text)
+        return result
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+COUNT_KEYS = ("n_read", "n_duplicates", "n_outside_window", "n_other_categories",
+              "n_query_mismatch", "n_no_abstract", "n_id_month_dropped", "n_relisted_old_ids")
+INDEX_CHUNK = 100_000  # index rows sorted in memory at once; longer indexes are merged from sorted runs
+
+
+def manifest_text(sealed: dict) -> str:
+    """The exact text a manifest is stored as (indented, key-sorted JSON and a newline)."""
+    return json.dumps(sealed, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _expected_manifest(path: Path) -> str:
+    if not path.is_file():
+        raise BadInput(f"{path}: no committed manifest to reproduce (build once without --reproduce)")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read ({exc})") from None
+
+
+def _reproduce_failure(path: Path, expected: str, sealed: dict) -> str:
+    try:
+        old = json.loads(expected)
+    except json.JSONDecodeError:
+        return f"{path}: the committed manifest is not valid JSON; the rebuild was not installed"
+    changed = sorted(k for k in set(old) | set(sealed) if k != "seal" and old.get(k) != sealed.get(k))
+    detail = ", ".join(
+        f"{k} {old.get(k)} -> {sealed.get(k)}" if k == "n_records" else k for k in changed
+    ) or "formatting"
+    return (f"{path}: rebuild does not reproduce the committed manifest (seal {str(old.get('seal'))[:12]}… -> "
+            f"{sealed['seal'][:12]}…; differs in {detail}); nothing was installed")
+
+
+def _input_sha256(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _write_records(opts: BuildOptions, files: list[Path], counts: dict[str, int], staging: Path, progress):
+    """Stream filtered records into ``staging/records.jsonl`` and sorted index runs; return (n, first, last)."""
+    n = 0
     first = last = None
-    with atomic_writer(out_dir / RECORDS_FILE, "wb") as handle:
+    chunk: list[bytes] = []
+    runs = 0
+    with open(staging / RECORDS_FILE, "wb") as handle:
         for record in filtered_records(opts, files, counts):
+            if _BAD_ID.search(record.id):
+                raise BadInput(f"record id {record.id!r} contains whitespace or control characters")
             line = record.canonical_line().encode("utf-8")
             handle.write(line + b"\n")
             day = record.published
-            index.append((record.id, day.isoformat(), sha256_bytes(line)))
-            first = day if first is None or day < first else first
-            last = day if last is None or day > last else last
+            chunk.append(f"{record.id}\t{day.isoformat()}\t{sha256_bytes(line)}\n".encode("utf-8"))
+            if len(chunk) >= INDEX_CHUNK:
+                _write_run(staging / f"run{runs:05d}", chunk)
+                runs += 1
+                chunk = []
+            n += 1
+            if first is None or day < first:
+                first = day
+            if last is None or day > last:
+                last = day
             if progress:
                 progress(1)
-    if not index:
-        (out_dir / RECORDS_FILE).unlink(missing_ok=True)
-        raise BadInput(f"empty corpus: no record of {len(files)} input file(s) passed the filters ({_summary(counts)})")
-    index.sort()
-    index_bytes = "".join(f"{i}\t{d}\t{h}\n" for i, d, h in index).encode("utf-8")
-    with atomic_writer(out_dir / INDEX_FILE, "wb") as handle:
-        handle.write(index_bytes)
-    window = Window(start=opts.start or first, end=opts.end or last)
-    manifest = {
-        "schema_version": CorpusManifest.SCHEMA_VERSION,
-        "corpus_id": opts.corpus_id,
-        "role": opts.role,
-        "window": window.model_dump(mode="json"),
-        "source": {
-            "kind": opts.source,
-            "inputs": [_portable(p) for p in opts.inputs],
-            "input_sha256": {p.name: sha256_file(p) for p in files},
-            "categories": opts.categories,
-            "query": opts.query,
-        },
-        "rules": {
-            "dedup": DEDUP_RULE,
-            "date": _DATE_RULES.get(opts.source, "the source's publication date"),
-            "id_month": ID_MONTH_RULE,
-            "no_abstract": NO_ABSTRACT_RULE,
-            "query": QUERY_RULE,
-            "window": "inclusive, compared by day",
-        },
-        "counts": counts,
-        "n_records": len(index),
-        "index_sha256": sha256_bytes(index_bytes),
-        "records_sha256": sha256_file(out_dir / RECORDS_FILE),
-    }
-    sealed = with_seal(manifest)
-    result = parse_record(CorpusManifest, sealed, "manifest")
-    write_json(ws.manifest_path(opts.corpus_id), sealed)
-    return result
+        handle.flush()
+        os.fsync(handle.fileno())
+    _write_run(staging / f"run{runs:05d}", chunk)
+    return n, first, last
+
+
+def _write_run(path: Path, rows: list[bytes]) -> None:
+    rows.sort()
+    with open(path, "wb") as handle:
+        handle.writelines(rows)
+
+
+def _sort_index(staging: Path) -> str:
+    """Merge the sorted runs into ``staging/index.tsv`` (an external sort); return its sha256.
+
+    Rows are ``id<TAB>date<TAB>sha256``; ids are unique and hold no tab, so sorting the
+    rows' bytes sorts by id (UTF-8 byte order is code-point order).
+    """
+    runs = sorted(staging.glob("run*"))
+    digest = hashlib.sha256()
+    handles = [open(p, "rb") for p in runs]
+    try:
+        with open(staging / INDEX_FILE, "wb") as out:
+            for row in heapq.merge(*handles):
+                out.write(row)
+                digest.update(row)
+            out.flush()
+            os.fsync(out.fileno())
+    finally:
+        for handle in handles:
+            handle.close()
+    for path in runs:
+        path.unlink()
+    return digest.hexdigest()
+
+
+_BAD_ID = re.compile(r"[\s\x00-\x1f]")
 
 
 _DATE_RULES = {

@@ -28,11 +28,13 @@ class ArxivArchive:
     """Reads a folder of ``<category>.tsv.xz`` files, or a list of them."""
 
     def input_files(self, inputs: list[Path]) -> list[Path]:
-        """Folders expand to their ``*.tsv.xz`` / ``*.tsv`` files, sorted by name."""
-        files: list[Path] = []
-        for item in inputs:
-            files.extend(expand_inputs([item], "*.tsv*") if item.is_dir() else expand_inputs([item], ""))
-        return files
+        """Folders expand to their ``*.tsv.xz`` / ``*.tsv`` files; all files are read sorted by name.
+
+        Sorting makes the reading order (and so which row of a cross-listed paper is kept)
+        independent of the order the inputs were given in; a file given twice is read once.
+        """
+        files = {p.name: p for p in expand_inputs(inputs, "*.tsv*")}
+        return [files[name] for name in sorted(files)]
 
     def records(self, files: list[Path]) -> Iterator[CorpusRecord]:
         """Stream every row of every file as a record."""
