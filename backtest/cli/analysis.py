@@ -1,0 +1,48 @@
+"""``backtest import sqb | sqb-annotation``, ``backtest compare``, ``backtest agree``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import echo_json, json_option
+from .main import cli
+
+
+@cli.group("import")
+def import_group() -> None:
+    """Import other benchmarks' files as our own records."""
+
+
+@import_group.command("sqb")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write into (a workspace root: manifests/, frozen/, results/, labels/).")
+@click.option("--no-annotation", is_flag=True, help="Skip decoding the human annotation sheets.")
+@json_option
+def import_sqb_cmd(path, out, no_annotation, as_json):
+    """Import the reference release at PATH: frozen sets, runs, metrics and human labels."""
+    from ..interop.sqb import import_sqb
+
+    summary = import_sqb(path, out, annotation=not no_annotation)
+    if as_json:
+        echo_json(summary)
+        return
+    click.echo(f"imported {len(summary['frozen'])} frozen sets and {len(summary['runs'])} runs into {summary['out']}")
+    for run in summary["runs"]:
+        click.echo(f"  run {run}")
+    for labels in summary.get("labels", []):
+        click.echo(f"  rater file {labels}")
+
+
+@import_group.command("sqb-annotation")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the rater files (annotator_<N>.jsonl).")
+def import_sqb_annotation_cmd(path, out):
+    """Decode the release's blinded annotation sheets (PATH: the release or its annotation/)."""
+    from ..interop.sqb import import_annotation
+
+    for written in import_annotation(path, out):
+        click.echo(f"wrote {written}")

@@ -1,0 +1,1 @@
+"""Importers and exporters for other benchmarks' file formats (``sqb``: the reference release)."""

@@ -1,0 +1,503 @@
+"""Import the reference release (``sqb/``) into our own records and folder layout.
+
+``import_sqb(release_dir, out_dir)`` writes, under ``out_dir`` (a workspace root):
+
+* ``manifests/instances/<instance>.json`` — one sealed :class:`~backtest.records.Instance`
+  per release instance (``sqb-astronomy-v1L``, ``sqb-astronomy-v1``,
+  ``sqb-prospective-2026``). The corpus "seals" there are sha256 digests of the
+  release's manifest *files*: the ADS corpora themselves are not redistributed, so no
+  record-level seal can be computed.
+* ``frozen/<instance>/<system>/v1/`` — ``questions.jsonl`` copied byte for byte (so the
+  release's own checksums still verify), ``metadata.json`` (the release's when it has
+  one, else a described placeholder), ``FROZEN.json`` (a sealed
+  :class:`~backtest.records.FrozenSet`). Gates are recorded honestly: ``schema`` and
+  ``cutoff`` are checked, ``evidence`` is **skipped** (the ADS past corpus is not held),
+  ``release_checksums`` checks ``SHA256SUMS`` where the release ships one. A line per
+  set is appended to ``frozen/LEDGER.jsonl`` (kind ``import``).
+* ``results/<instance>/<system>/<run_id>/`` for every labelled set — ``judgments.jsonl``
+  (:class:`~backtest.records.Judgment`, provenance ``judge`` with the judge model and
+  protocol named in the file, or ``adjudicated`` for the v1 pilot, whose labels are the
+  human-adjudicated ones; ``bibcode`` becomes ``id``), ``retrieval.jsonl``
+  (:class:`~backtest.records.Retrieval`; the release has **no document text**, so titles
+  and abstracts are empty and ``text_available`` is false), ``metrics.json`` (ours, from
+  :func:`backtest.metrics.compute_metrics`, plus the release's file and a field-by-field
+  match of our release-convention variant), ``RUN.json``.
+* ``labels/sqb-annotation/annotator_<N>.jsonl`` — the blinded human annotation decoded
+  with ``decode.json`` (:func:`import_annotation`), one rater file per annotator.
+
+Fields we do not model are kept on the records (``extra="allow"``), never dropped.
+The import is deterministic: rerunning it gives byte-identical files; a file that exists
+with different content is refused (frozen files are never edited in place).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput
+from ..fileio import iter_jsonl, read_json, write_json, write_jsonl, atomic_write_bytes
+from ..ledger import append_entry, find_entry, read_ledger
+from ..metrics import compute_metrics
+from ..records import (
+    ENGAGED_OUTCOMES,
+    OUTCOMES,
+    PREMISE_STATUSES,
+    FrozenSet,
+    GateResult,
+    Instance,
+    Judgment,
+    Question,
+    Retrieval,
+    SubmissionMetadata,
+    parse_record,
+)
+from ..seal import sha256_bytes, sha256_file, with_seal
+from ..sums import verify_sums
+from ..workspace import Workspace
+
+RUN_ID = "sqb-release"
+NO_TEXT_NOTE = ("the reference release does not redistribute the ADS corpus: retrieval records carry ids, "
+                "ranks and scores only, no title or abstract text")
+EVIDENCE_SKIP = ("the release's past corpus (NASA ADS records) is not held here, so membership and dating of "
+                 "source_evidence_ids cannot be checked")
+# decode.json names the v1 pilot system "evidence_graph"; its frozen set is evidence_graph_v1.
+ANNOTATION_SYSTEM_ALIASES = {"evidence_graph": "evidence_graph_v1"}
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One release instance: cutoff, the release manifests, and the corpus windows."""
+
+    instance_id: str
+    cutoff: str
+    past_manifest: str
+    future_manifest: str
+    past_window: tuple[str, str]
+    future_window: tuple[str, str] | None
+
+
+@dataclass(frozen=True)
+class SetSpec:
+    """One frozen question set in the release, with its labels when it has any."""
+
+    instance_id: str
+    system: str
+    questions: str
+    metadata: str | None = None
+    labels: str | None = None
+    retrieval: str | None = None
+    release_metrics: str | None = None
+    adjudication: str | None = None
+    run_id: str = RUN_ID
+    provenance: str = "judge"
+    sums: str | None = None
+
+
+INSTANCES = [
+    InstanceSpec("sqb-astronomy-v1L", "2020-12-31", "data/corpus_metadata/corpus_a_large_manifest.json",
+                 "data/corpus_metadata/corpus_b_large_manifest.json", ("2015-01-01", "2020-12-31"),
+                 ("2021-01-01", "2026-07-01")),
+    InstanceSpec("sqb-astronomy-v1", "2020-12-31", "data/corpus_metadata/corpus_a_manifest.json",
+                 "data/corpus_metadata/corpus_b_manifest.json", ("2015-01-01", "2020-12-31"),
+                 ("2021-01-01", "2026-07-01")),
+    InstanceSpec("sqb-prospective-2026", "2026-08-17", "data/corpus_metadata/prospective_2026_past_manifest.json",
+                 "data/corpus_metadata/prospective_2026_future_manifest.json", ("2015-01-01", "2026-08-17"), None),
+]
+
+SETS = [
+    *(SetSpec("sqb-astronomy-v1L", name, f"submissions/{name}_L1/questions.jsonl",
+              labels=f"data/annotations/outcomes_{name}_L.jsonl", retrieval=f"data/retrieval/{name}_L_top8.jsonl",
+              release_metrics=f"results/{name}_L/metrics.json")
+      for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")),
+    SetSpec("sqb-astronomy-v1", "evidence_graph_v1", "data/questions/astronomy_questions_v1.jsonl",
+            metadata="submissions/evidence_graph_v1/metadata.json", labels="data/annotations/outcomes_v1.jsonl",
+            retrieval="data/retrieval/astronomy_top8_v1.jsonl", release_metrics="results/astronomy_v1/metrics.json",
+            adjudication="data/annotations/adjudication_v1.jsonl", run_id="sqb-release-adjudicated",
+            provenance="adjudicated"),
+    *(SetSpec("sqb-prospective-2026", name, f"submissions/prospective_2026/{name}/questions.jsonl",
+              sums="submissions/prospective_2026/SHA256SUMS")
+      for name in ("direct_llm", "random_claim", "tension_llm", "tension_template")),
+]
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def import_sqb(release_dir: str | Path, out_dir: str | Path, annotation: bool = True) -> dict[str, Any]:
+    """Import the whole release under ``out_dir``; return a summary of what was written."""
+    release = _release_root(release_dir)
+    ws = Workspace(Path(out_dir).resolve())
+    summary: dict[str, Any] = {"out": str(ws.root), "instances": [], "frozen": [], "runs": []}
+    instances: dict[str, Instance] = {}
+    for spec in INSTANCES:
+        instances[spec.instance_id] = _write_instance(release, ws, spec)
+        summary["instances"].append(spec.instance_id)
+    for spec in SETS:
+        if not (release / spec.questions).is_file():
+            raise BadInput(f"{release / spec.questions}: missing from the release")
+        instance = instances[spec.instance_id]
+        frozen_dir, frozen, questions = _write_frozen(release, ws, spec, instance)
+        summary["frozen"].append(str(frozen_dir.relative_to(ws.root)))
+        if spec.labels:
+            run_dir = _write_run(release, ws, spec, instance, frozen_dir, frozen, questions)
+            summary["runs"].append(str(run_dir.relative_to(ws.root)))
+    if annotation and (release / "annotation" / "decode.json").is_file():
+        summary["labels"] = [str(p.relative_to(ws.root)) for p in import_annotation(release, ws.root / "labels" / "sqb-annotation")]
+    return summary
+
+
+def import_annotation(release_dir: str | Path, out_dir: str | Path) -> list[Path]:
+    """Decode ``annotation/annotator_*_sheet.csv`` with ``decode.json`` into rater files.
+
+    Each output line is a :class:`~backtest.records.Judgment` with provenance ``human``,
+    judge name ``annotator_<N>``, plus ``system`` (decoded; ``evidence_graph`` is named
+    ``evidence_graph_v1`` like its frozen set, the release's name kept in
+    ``release_system``), ``item_id``, ``system_code``, ``confidence`` and ``notes``.
+    Labels outside the taxonomy are kept and flagged in ``needs_review``.
+    """
+    release = Path(release_dir)
+    folder = release / "annotation" if (release / "annotation").is_dir() else release
+    decode = read_json(folder / "decode.json")
+    if not isinstance(decode, dict):
+        raise BadInput(f"{folder / 'decode.json'}: expected an object mapping item ids to systems")
+    sheets = sorted(folder.glob("annotator_*_sheet.csv"))
+    if not sheets:
+        raise BadInput(f"{folder}: no annotator_*_sheet.csv files")
+    out = Path(out_dir)
+    written = []
+    for sheet in sheets:
+        rater = re.sub(r"_sheet$", "", sheet.stem)
+        rows = []
+        with open(sheet, newline="", encoding="utf-8") as handle:
+            for lineno, row in enumerate(csv.DictReader(handle), start=2):
+                item = row.get("item_id", "")
+                if item not in decode:
+                    raise BadInput(f"{sheet}:{lineno}: item {item!r} is not in decode.json")
+                code = decode[item]
+                outcome, premise = row.get("outcome", "").strip(), row.get("premise_status", "").strip()
+                data = {
+                    "question_id": code["question_id"],
+                    "outcome": outcome,
+                    "premise_status": premise,
+                    "judge": {"name": rater, "protocol": "sqb-annotation-codebook"},
+                    "provenance": "human",
+                    "needs_review": _label_problems(outcome, premise),
+                    "system": ANNOTATION_SYSTEM_ALIASES.get(code["system"], code["system"]),
+                    "release_system": code["system"],
+                    "system_code": code.get("system_code"),
+                    "item_id": item,
+                    "confidence": int(row["confidence"]) if str(row.get("confidence", "")).strip().isdigit() else row.get("confidence"),
+                    "notes": row.get("notes", ""),
+                }
+                rows.append(parse_record(Judgment, data, f"{sheet}:{lineno}").model_dump(mode="json"))
+        path = out / f"{rater}.jsonl"
+        _write_once(path, rows)
+        written.append(path)
+    return written
+
+
+# --------------------------------------------------------------------------- instances and frozen sets
+
+
+def _release_root(path: str | Path) -> Path:
+    root = Path(path)
+    if (root / "sqb").is_dir() and not (root / "submissions").is_dir():
+        root = root / "sqb"
+    if not (root / "submissions").is_dir() or not (root / "data").is_dir():
+        raise BadInput(f"{path}: not the reference release (expected submissions/ and data/)")
+    return root
+
+
+def _write_instance(release: Path, ws: Workspace, spec: InstanceSpec) -> Instance:
+    past = read_json(release / spec.past_manifest)
+    future = read_json(release / spec.future_manifest)
+    data: dict[str, Any] = {
+        "instance_id": spec.instance_id,
+        "cutoff": spec.cutoff,
+        "domain": "exoplanet_atmospheres",
+        "past": {"corpus_id": past["corpus_id"], "seal": sha256_file(release / spec.past_manifest),
+                 "window": {"start": spec.past_window[0], "end": spec.past_window[1]}},
+        "future": None,
+        "retrieval": {"method": "dense", "model": "text-embedding-3-small", "k": 8},
+        "judge": {"name": "sqb-release-llm", "config": None, "config_sha256": None},
+    }
+    if spec.future_window:
+        data["future"] = {"corpus_id": future["corpus_id"], "seal": sha256_file(release / spec.future_manifest),
+                          "window": {"start": spec.future_window[0], "end": spec.future_window[1]}}
+    else:
+        data["future_declaration"] = future
+    instance = parse_record(Instance, with_seal(parse_record(Instance, data, spec.instance_id).model_dump(mode="json")),
+                            spec.instance_id)
+    _write_once(ws.instance_path(spec.instance_id), instance.model_dump(mode="json"))
+    return instance
+
+
+def _write_frozen(release: Path, ws: Workspace, spec: SetSpec, instance: Instance) -> tuple[Path, FrozenSet, list[Question]]:
+    src = release / spec.questions
+    raw = src.read_bytes()
+    questions = [parse_record(Question, row, f"{src}:{n}") for n, row in iter_jsonl(src)]
+    ids = [q.question_id for q in questions]
+    if len(set(ids)) != len(ids):
+        raise BadInput(f"{src}: duplicate question ids")
+    cutoff = instance.cutoff
+    if spec.metadata:
+        metadata = read_json(release / spec.metadata)
+    else:
+        systems = sorted({q.generation_system for q in questions})
+        llm = [s for s in systems if "llm" in s]
+        metadata = {
+            "system_name": spec.system,
+            "description": f"imported from the reference release ({spec.questions}); generation_system {', '.join(systems)}",
+            "repository": None,
+            "cutoff_date": cutoff.isoformat(),
+            "domain": questions[0].domain if questions else "",
+            "n_questions": len(questions),
+            "frozen": True,
+            "llm_components": {"declared_in_release": False, "generation_system": llm[0]} if llm else None,
+            "metadata_source": "synthesised by backtest import sqb: the release ships no metadata.json for this set",
+        }
+    parse_record(SubmissionMetadata, metadata, f"{spec.system} metadata")
+    folder = ws.frozen / spec.instance_id / spec.system / "v1"
+    _write_bytes_once(folder / "questions.jsonl", raw)
+    _write_once(folder / "metadata.json", metadata)
+
+    gates = [GateResult(name="schema", status="passed", reason=f"{len(questions)} questions parse as records.Question")]
+    off = [q.question_id for q in questions if q.cutoff_date != cutoff]
+    gates.append(GateResult(name="cutoff", status="failed" if off else "passed",
+                            reason=f"every question's cutoff_date equals the instance cutoff {cutoff}" if not off
+                            else f"{len(off)} questions name another cutoff",
+                            details=[{"question_id": q} for q in off]))
+    gates.append(GateResult(name="evidence", status="skipped", reason=EVIDENCE_SKIP))
+    if spec.sums:
+        report = verify_sums(release / Path(spec.sums).parent, Path(spec.sums).name, extra=False)
+        gates.append(GateResult(name="release_checksums", status="passed" if report.ok else "failed",
+                                reason=f"{spec.sums} verifies" if report.ok else "; ".join(report.problems)[:500]))
+    frozen_at = max(q.generated_at for q in questions) if questions else cutoff.isoformat()
+    frozen_data = {
+        "instance_id": instance.instance_id,
+        "instance_seal": instance.seal,
+        "system": spec.system,
+        "version": 1,
+        "frozen_at": frozen_at,
+        "files": {"questions.jsonl": sha256_bytes(raw), "metadata.json": sha256_file(folder / "metadata.json")},
+        "n_questions": len(questions),
+        "gates": [g.model_dump(mode="json") for g in gates],
+        "settings": {
+            "imported_from": "sqb reference release",
+            "source_file": spec.questions,
+            "frozen_at_note": "frozen_at is the release's generation date; the import copies a set frozen by the release",
+        },
+    }
+    frozen = parse_record(FrozenSet, with_seal(frozen_data), f"{spec.system} FROZEN.json")
+    _write_once(folder / "FROZEN.json", frozen.model_dump(mode="json"))
+    rel = str(folder.relative_to(ws.root))
+    entries, problems = read_ledger(ws.ledger)
+    if problems:
+        raise BadInput(f"{ws.ledger}: broken ledger ({problems[0]})")
+    if find_entry(entries, rel) is None:
+        append_entry(ws.ledger, {"kind": "import", "instance_id": instance.instance_id, "system": spec.system,
+                                 "version": 1, "path": rel, "frozen_seal": frozen.seal, "frozen_at": frozen_at})
+    return folder, frozen, questions
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def judgment_from_release(row: dict[str, Any], where: str, provenance: str = "judge",
+                          adjudication: dict[str, Any] | None = None) -> Judgment:
+    """Turn one ``outcomes_*.jsonl`` line into a :class:`Judgment`.
+
+    ``supporting_bibcodes`` -> ``supporting_ids``; evidence ``bibcode`` -> ``id``;
+    ``judge_model``/``judge_protocol`` -> ``judge``; every other field is kept as is.
+    Unknown labels and citation-rule violations are flagged in ``needs_review``.
+    """
+    data = dict(row)
+    for key in ("question_id", "outcome", "premise_status"):
+        if key not in data:
+            raise BadInput(f"{where}: missing {key}")
+    evidence = []
+    for item in data.pop("evidence", []) or []:
+        item = dict(item)
+        item["id"] = item.pop("bibcode", item.get("id", ""))
+        evidence.append(item)
+    supporting = list(data.pop("supporting_bibcodes", data.pop("supporting_ids", [])) or [])
+    judge = {"name": "sqb-release-llm", "model": data.pop("judge_model", None), "protocol": data.pop("judge_protocol", None)}
+    review = _label_problems(data["outcome"], data["premise_status"])
+    if data["outcome"] in ENGAGED_OUTCOMES and not supporting:
+        review.append("engaged outcome without cited evidence")
+    if data["outcome"] == "not_addressed" and supporting:
+        review.append("not_addressed with citations")
+    record = {**data, "evidence": evidence, "supporting_ids": supporting, "judge": judge,
+              "provenance": provenance, "needs_review": review}
+    if adjudication is not None:
+        record["adjudication"] = adjudication
+    return parse_record(Judgment, record, where)
+
+
+def retrieval_from_release(row: dict[str, Any], where: str, corpus_seal: str) -> Retrieval:
+    """Turn one ``*_top8*.jsonl`` line into a :class:`Retrieval` (ids and scores, no text)."""
+    data = dict(row)
+    docs = []
+    for doc in data.pop("documents", []) or []:
+        doc = dict(doc)
+        doc["id"] = doc.pop("bibcode", doc.get("id", ""))
+        if doc.get("score") is None:  # v1 ships no per-document scores: say so, keep a number
+            doc["score"] = 0.0
+            doc["score_available"] = False
+        docs.append(doc)
+    record = {
+        **data,
+        "retriever": {"method": "dense", "model": data.pop("retrieval_model", None), "source": "sqb release"},
+        "corpus_id": data.pop("retrieval_corpus", ""),
+        "corpus_seal": corpus_seal,
+        "k": data.pop("top_k", len(docs)),
+        "documents": docs,
+        "top1_similarity": data.pop("top1_similarity", None),
+        "text_available": False,
+        "text_note": NO_TEXT_NOTE,
+    }
+    for key in ("retrieval_model", "retrieval_corpus", "top_k"):
+        record.pop(key, None)
+    return parse_record(Retrieval, record, where)
+
+
+def _write_run(release: Path, ws: Workspace, spec: SetSpec, instance: Instance, frozen_dir: Path,
+               frozen: FrozenSet, questions: list[Question]) -> Path:
+    labels_path = release / spec.labels
+    adjudications = {}
+    if spec.adjudication:
+        adjudications = {row["question_id"]: row for _, row in iter_jsonl(release / spec.adjudication)}
+    judgments = {}
+    for n, row in iter_jsonl(labels_path):
+        j = judgment_from_release(row, f"{labels_path}:{n}", spec.provenance, adjudications.get(row.get("question_id")))
+        judgments[j.question_id] = j
+    retrievals = {}
+    future_seal = instance.future.seal if instance.future else ""
+    if spec.retrieval:
+        path = release / spec.retrieval
+        for n, row in iter_jsonl(path):
+            r = retrieval_from_release(row, f"{path}:{n}", future_seal)
+            retrievals[r.question_id] = r
+    order = [q.question_id for q in questions]
+    judged = [judgments[q] for q in order if q in judgments]
+    retrieved = [retrievals[q] for q in order if q in retrievals]
+    checks = _checks(instance, questions, judgments, retrievals, frozen)
+    valid = not any(c["status"] == "failed" for c in checks)
+
+    folder = ws.results / spec.instance_id / spec.system / spec.run_id
+    _write_once(folder / "judgments.jsonl", [j.model_dump(mode="json") for j in judged], jsonl=True)
+    _write_once(folder / "retrieval.jsonl", [r.model_dump(mode="json") for r in retrieved], jsonl=True)
+    metrics = compute_metrics(questions, judged, retrieved, instance.cutoff)
+    reference = read_json(release / spec.release_metrics) if spec.release_metrics else None
+    metrics_doc = {"run_id": spec.run_id, "instance_id": instance.instance_id, "system": spec.system, "valid": valid,
+                   **metrics}
+    if reference is not None:
+        metrics_doc["reference_metrics"] = reference
+        metrics_doc["reference_match"] = {k: metrics["release"][k] == v for k, v in reference.items() if k in metrics["release"]}
+    _write_once(folder / "metrics.json", metrics_doc)
+    judge_models = sorted({j.judge.model for j in judged if j.judge.model})
+    protocols = sorted({j.judge.protocol for j in judged if j.judge.protocol})
+    first = next(iter(retrievals.values()), None)
+    run = {
+        "schema_version": "1",
+        "run_id": spec.run_id,
+        "instance_id": instance.instance_id,
+        "instance_seal": instance.seal,
+        "system": spec.system,
+        "frozen_path": str(frozen_dir.relative_to(ws.root)),
+        "frozen_seal": frozen.seal,
+        "retriever": {**(first.retriever if first else {}), "k": first.k if first else None,
+                      "corpus_id": first.corpus_id if first else None, "text_available": False, "note": NO_TEXT_NOTE},
+        "judge": {"name": "sqb-release-llm", "models": judge_models, "protocols": protocols,
+                  "provenance": spec.provenance},
+        "valid": valid,
+        "leakage": checks,
+        "imported_from": {
+            "release": "sqb",
+            "files": {rel: sha256_file(release / rel) for rel in
+                      [spec.questions, spec.labels, spec.retrieval, spec.release_metrics, spec.adjudication] if rel},
+        },
+        "n_questions": len(questions),
+    }
+    _write_once(folder / "RUN.json", run)
+    return folder
+
+
+def _checks(instance: Instance, questions: list[Question], judgments: dict[str, Judgment],
+            retrievals: dict[str, Retrieval], frozen: FrozenSet) -> list[dict[str, Any]]:
+    """The leakage checks that the release's data allow; the rest are skipped with a reason."""
+    cutoff = instance.cutoff
+    ids = [q.question_id for q in questions]
+    checks = []
+
+    def add(name: str, bad: list[str], ok_reason: str, bad_reason: str, skipped: str | None = None) -> None:
+        if skipped:
+            checks.append({"name": name, "status": "skipped", "reason": skipped, "offending": []})
+        else:
+            checks.append({"name": name, "status": "failed" if bad else "passed",
+                           "reason": bad_reason if bad else ok_reason, "offending": sorted(bad)[:50]})
+
+    add("question_cutoff", [q.question_id for q in questions if q.cutoff_date != cutoff],
+        f"every question's cutoff is {cutoff}", "questions with another cutoff")
+    add("source_evidence_in_past", [], "", "", skipped=EVIDENCE_SKIP)
+    add("retrieved_in_future", [], "", "", skipped="the future corpus (ADS) is not held: retrieved documents' dates cannot be checked by day")
+    shown = {q: {d.id for d in r.documents} for q, r in retrievals.items()}
+    uncited = [q for q, j in judgments.items() if not set(j.supporting_ids) <= shown.get(q, set())]
+    add("citations_shown", uncited, "every cited id is among that question's retrieved documents",
+        "judge cited documents outside the retrieved list")
+    align = sorted((set(ids) ^ set(judgments)) | (set(ids) ^ set(retrievals)))
+    add("ids_aligned", align if len(set(ids)) == len(ids) else align + ["duplicate question ids"],
+        "questions, retrieval and judgments name the same ids", "ids missing or extra")
+    windows = []
+    if instance.past.window.end > cutoff:
+        windows.append("past window ends after the cutoff")
+    if instance.future and instance.future.window.start <= cutoff:
+        windows.append("future window starts on or before the cutoff")
+    add("windows", windows, "past window ends on or before the cutoff; future window starts after it",
+        "corpus windows overlap the cutoff")
+    add("corpus_overlap", [], "", "", skipped="neither corpus is held: record overlap cannot be checked")
+    add("frozen_verifies", [] if frozen.seal and frozen.n_questions == len(questions) else ["FROZEN.json"],
+        "the frozen set was sealed from the release's bytes", "frozen set does not match")
+    return checks
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _label_problems(outcome: str, premise: str) -> list[str]:
+    problems = []
+    if outcome not in OUTCOMES:
+        problems.append(f"unknown outcome label {outcome!r}")
+    if premise not in PREMISE_STATUSES:
+        problems.append(f"unknown premise_status label {premise!r}")
+    return problems
+
+
+def _write_once(path: Path, obj: Any, jsonl: bool | None = None) -> None:
+    """Write JSON/JSONL unless the same bytes are already there; refuse a differing file."""
+    if jsonl is None:
+        jsonl = path.suffix == ".jsonl"
+    tmp_writer = write_jsonl if jsonl else write_json
+    if path.exists():
+        scratch = path.with_name(f".{path.name}.check")
+        tmp_writer(scratch, obj)
+        same = scratch.read_bytes() == path.read_bytes()
+        scratch.unlink()
+        if not same:
+            raise BadInput(f"{path}: exists with different content; import into an empty folder")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp_writer(path, obj)
+
+
+def _write_bytes_once(path: Path, data: bytes) -> None:
+    if path.exists():
+        if path.read_bytes() != data:
+            raise BadInput(f"{path}: exists with different content; import into an empty folder")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, data)
