@@ -1,0 +1,110 @@
+"""``backtest freeze SUBMISSION_DIR --instance ID`` and ``backtest verify PATH``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..errors import BadInput, CheckFailed
+from ..gates import CLARITY_MODES, DEDUP_MODES, FreezeSettings
+from ..workspace import Workspace
+from .common import echo_json, json_option, workspace
+from .main import cli
+
+
+@cli.command("freeze")
+@click.argument("submission_dir", type=click.Path(path_type=Path))
+@click.option("--instance", "instance_id", required=True, help="Instance id (manifests/instances/<ID>.json).")
+@click.option("--dedup", type=click.Choice(DEDUP_MODES), default="report", show_default=True,
+              help="Near-duplicate pairs: record them, refuse the set, or drop the later question of each pair.")
+@click.option("--tfidf-threshold", type=click.FloatRange(0, 1), default=0.25, show_default=True)
+@click.option("--embedding-threshold", type=click.FloatRange(0, 1), default=0.77, show_default=True)
+@click.option("--embedding-model", default="all-MiniLM-L6-v2", show_default=True)
+@click.option("--clarity", type=click.Choice(CLARITY_MODES), default="report", show_default=True,
+              help="Clarity flags (double, empty, over-long, title-restating questions): record them or refuse.")
+@click.option("--max-question-chars", type=click.IntRange(1), default=600, show_default=True)
+@click.option("--strict", is_flag=True, help="A gate that could not run (skipped) refuses the freeze too.")
+@json_option
+@click.pass_context
+def freeze(ctx, submission_dir, instance_id, dedup, tfidf_threshold, embedding_threshold, embedding_model, clarity,
+           max_question_chars, strict, as_json):
+    """Run every gate on SUBMISSION_DIR and seal it into frozen/<instance>/<system>/v<N>/.
+
+    Exit 1 names the question and id of each failed gate; exit 2 means malformed
+    input. In both cases nothing is written under frozen/.
+    """
+    from ..freeze import FROZEN_FILE, freeze_submission
+
+    ws = workspace(ctx)
+    settings = FreezeSettings(dedup=dedup, tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold,
+                              embedding_model=embedding_model, clarity=clarity, max_question_chars=max_question_chars,
+                              strict=strict)
+    path = freeze_submission(submission_dir, instance_id, ws, settings=settings)
+    frozen = json.loads((path / FROZEN_FILE).read_text(encoding="utf-8"))
+    if as_json:
+        echo_json({"path": str(path), **frozen})
+        return
+    click.echo(f"frozen {frozen['system']} v{frozen['version']} for {frozen['instance_id']}: "
+               f"{frozen['n_questions']} questions, seal {frozen['seal']}")
+    click.echo(f"folder: {path}")
+    for gate in frozen["gates"]:
+        click.echo(f"  {gate['status']:7} {gate['name']}: {gate['reason']}")
+
+
+def _verify_target(path: Path, ws: Workspace) -> tuple[str, list[str]]:
+    """Decide what PATH is and verify it; return (what was verified, problems)."""
+    from ..freeze import FROZEN_FILE, verify_frozen, verify_ledger_and_sets
+    from ..sums import SUMS_FILE, verify_sums
+
+    if not path.exists():
+        raise BadInput(f"{path}: no such file or folder")
+    resolved = path.resolve()
+    if resolved.is_dir() and (resolved / FROZEN_FILE).is_file():
+        root = resolved.parents[3] if len(resolved.parents) > 3 and resolved.parents[2].name == "frozen" else ws.root
+        return f"frozen set {path}", verify_frozen(resolved, Workspace(root))
+    if resolved.name == "LEDGER.jsonl" or (resolved.is_dir() and (resolved / "LEDGER.jsonl").is_file()):
+        frozen_dir = resolved.parent if resolved.is_file() else resolved
+        return f"ledger {frozen_dir / 'LEDGER.jsonl'}", verify_ledger_and_sets(Workspace(frozen_dir.parent))
+    if resolved.is_dir() and (resolved / SUMS_FILE).is_file():
+        return f"{path}/{SUMS_FILE}", verify_sums(resolved).problems
+    if resolved.is_file() and resolved.name == SUMS_FILE:
+        return f"{path}", verify_sums(resolved.parent).problems
+    if resolved.is_file() and resolved.suffix == ".json":
+        return _verify_json(resolved, ws)
+    raise BadInput(f"{path}: not a frozen set, a ledger, a corpus or instance manifest, or a folder with SHA256SUMS")
+
+
+def _verify_json(path: Path, ws: Workspace) -> tuple[str, list[str]]:
+    from ..corpus.build import load_manifest, verify_corpus
+    from ..fileio import read_json
+    from ..instance import load_instance, verify_instance
+
+    data = read_json(path)
+    if isinstance(data, dict) and "corpus_id" in data and "role" in data:
+        manifest = load_manifest(path, ws)
+        return f"corpus {manifest.corpus_id}", verify_corpus(manifest, ws).problems
+    if isinstance(data, dict) and "instance_id" in data and "cutoff" in data:
+        try:
+            inst = load_instance(str(path), ws)
+        except CheckFailed as exc:
+            return f"instance {path}", [exc.message]
+        return f"instance {inst.instance_id}", verify_instance(inst, ws)
+    raise BadInput(f"{path}: a JSON file that is neither a corpus manifest nor an instance")
+
+
+@cli.command("verify")
+@click.argument("path", type=click.Path(path_type=Path))
+@json_option
+@click.pass_context
+def verify(ctx, path, as_json):
+    """Verify PATH: a frozen set, the ledger (frozen/ or frozen/LEDGER.jsonl), a corpus or instance
+    manifest, or any folder with a SHA256SUMS file. Exit 1 with one line per failure."""
+    what, problems = _verify_target(path, workspace(ctx))
+    if as_json:
+        echo_json({"path": str(path), "what": what, "ok": not problems, "problems": problems})
+    elif not problems:
+        click.echo(f"OK {what}")
+    if problems:
+        raise CheckFailed(f"{what}: {len(problems)} problem(s); {problems[0]}", problems)
