@@ -46,3 +46,23 @@ def import_sqb_annotation_cmd(path, out):
 
     for written in import_annotation(path, out):
         click.echo(f"wrote {written}")
+
+
+@cli.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(path_type=Path),
+              help="FILE.md, FILE.json or FILE.html, or a folder for compare.{md,json,html}.")
+@click.option("--allow-invalid", is_flag=True, help="Include runs marked valid=false (shown as INVALID everywhere).")
+@json_option
+def compare_cmd(run_dirs, out, allow_invalid, as_json):
+    """Compare runs: systems x metrics with 95% CP intervals, Fisher tests, leaderboard."""
+    from ..compare import compare_runs, render_markdown, write_outputs
+
+    comparison = compare_runs(list(run_dirs), allow_invalid=allow_invalid)
+    if out:
+        for path in write_outputs(comparison, out):
+            click.echo(f"wrote {path}", err=True)
+    if as_json:
+        echo_json(comparison)
+    else:
+        click.echo(render_markdown(comparison))
