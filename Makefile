@@ -67,6 +67,11 @@ corpora/space-2016-future/records.jsonl: $(wildcard manifests/space-2016-future.
 	$(BACKTEST) corpus build $(SPACE_FILTER) --id space-2016-future --role future --start 2017-01-01 --end 2019-12-31 \
 	  $(call reproduce,manifests/space-2016-future.json)
 
+freeze:  ## freeze a submission: make freeze SUBMISSION=submissions/NAME INSTANCE=astro-2025 [DEDUP=report|fail|drop-later]
+	@if [ -z "$(SUBMISSION)" ] || [ -z "$(INSTANCE)" ]; then echo "usage: make freeze SUBMISSION=submissions/NAME INSTANCE=ID [DEDUP=report|fail|drop-later]" >&2; exit 2; fi
+	$(BACKTEST) freeze "$(SUBMISSION)" --instance "$(INSTANCE)" --dedup $(or $(DEDUP),report)
+	$(BACKTEST) verify frozen
+
 bench:  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench
 
