@@ -1,0 +1,219 @@
+"""Corpus builds, seals and verification on the real corpora in ../shared (and small fixtures).
+
+Covers: reproducible astro-2025 manifests (equal to the committed ones), `corpus verify`
+naming a tampered record, `--reproduce`, the arxiv-daily re-listing rule, the arxiv-oai
+adapter, `corpus export` of the past side only, and space-2016.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import lzma
+import shutil
+from pathlib import Path
+
+import pytest
+
+from backtest.corpus.build import BuildOptions, build_corpus, verify_corpus, load_manifest
+from backtest.corpus.store import CorpusStore, PastCorpus
+from backtest.errors import CheckFailed
+from backtest.workspace import Workspace
+
+from .conftest import ARCHIVE, DAILY, REPO, SHARED, needs_shared
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The committed manifests record their inputs relative to the repository root
+# (`../shared/corpora/...`); they can only be compared when ../shared is there.
+SHARED_BESIDE = SHARED.resolve() == (REPO.parent / "shared").resolve()
+needs_default_shared = pytest.mark.skipif(not SHARED_BESIDE or not DAILY.is_dir(),
+                                          reason="committed manifests name ../shared/corpora; it is not beside the repo")
+
+
+def _daily_opts(corpus_id: str, role: str, **kw) -> BuildOptions:
+    return BuildOptions("arxiv-daily", [Path("../shared/corpora/astro-ph-daily")], corpus_id, role, **kw)
+
+
+@needs_default_shared
+def test_astro_2025_rebuild_is_byte_identical_to_committed_manifests(tmp_path, monkeypatch, astro_ws):
+    """Build astro-2025 again (from the repo root, as `make instances` does): same bytes as committed."""
+    monkeypatch.chdir(REPO)
+    ws = Workspace(tmp_path / "ws")
+    build_corpus(_daily_opts("astro-2025-past", "past", end=dt.date(2025, 10, 31)), ws)
+    build_corpus(_daily_opts("astro-2025-future", "future", start=dt.date(2025, 11, 1), end=dt.date(2026, 7, 1)), ws)
+    for cid in ("astro-2025-past", "astro-2025-future"):
+        assert ws.manifest_path(cid).read_bytes() == (REPO / "manifests" / f"{cid}.json").read_bytes(), cid
+        # and the records themselves are identical to the session build's
+        for name in ("records.jsonl", "index.tsv"):
+            assert (ws.corpus_dir(cid) / name).read_bytes() == (astro_ws.corpus_dir(cid) / name).read_bytes()
+    # --reproduce against the (now identical) manifest passes and leaves it untouched
+    before = ws.manifest_path("astro-2025-past").stat().st_mtime_ns
+    build_corpus(_daily_opts("astro-2025-past", "past", end=dt.date(2025, 10, 31)), ws, reproduce=True)
+    assert ws.manifest_path("astro-2025-past").stat().st_mtime_ns == before
+
+
+@needs_shared
+def test_astro_2025_counts_and_relisting_rule(astro_ws):
+    """First listing wins: the two sides are disjoint and every unique id is accounted for."""
+    past = load_manifest("astro-2025-past", astro_ws)
+    future = load_manifest("astro-2025-future", astro_ws)
+    assert past.n_records == 5847  # the corpora README: 5,847 past papers by first listing day
+    assert past.counts["n_read"] == future.counts["n_read"] == 16541
+    assert past.counts["n_duplicates"] == 2352  # 16,541 lines, 14,189 unique ids
+    # 8,342 future papers by first listing; those whose id month predates the window are dropped and counted
+    assert future.n_records + future.counts["n_id_month_dropped"] == 8342
+    assert future.counts["n_id_month_dropped"] > 0 and past.counts["n_relisted_old_ids"] > 0
+    p = CorpusStore(past, astro_ws).dates
+    f = CorpusStore(future, astro_ws).dates
+    assert not set(p) & set(f)
+    assert max(p.values()) <= dt.date(2025, 10, 31) < min(f.values())
+
+
+@needs_shared
+def test_verify_passes_then_names_a_flipped_record(astro_ws, copy_ws, cli):
+    code, out, err = cli(["corpus", "verify", "astro-2025-past"], root=astro_ws.root)
+    assert code == 0, err
+    assert out.startswith("OK astro-2025-past: 5847 records")
+    ws = copy_ws(astro_ws)
+    path = ws.corpus_dir("astro-2025-past") / "records.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    victim = json.loads(lines[1234])["id"]
+    pos = lines[1234].index(b'"abstract":"') + 20
+    line = bytearray(lines[1234])
+    line[pos] = ord("X") if line[pos] != ord("X") else ord("Y")
+    lines[1234] = bytes(line)
+    path.write_bytes(b"\n".join(lines))
+    code, out, err = cli(["corpus", "verify", str(ws.manifest_path("astro-2025-past"))], root=ws.root)
+    assert code == 1
+    first = err.splitlines()[0]
+    assert first.startswith("error: corpus astro-2025-past does not verify") and f"record {victim}: drifted" in first
+    assert verify_corpus(load_manifest("astro-2025-past", ws), ws).drifted == [victim]
+
+
+@needs_shared
+def test_verify_names_missing_and_extra_ids_and_a_bad_seal(astro_ws, copy_ws, cli):
+    ws = copy_ws(astro_ws)
+    path = ws.corpus_dir("astro-2025-future") / "records.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    gone = json.loads(lines[0])["id"]
+    extra = json.loads(lines[1])
+    extra["id"] = "9999.99999"
+    path.write_bytes(b"".join(lines[1:]) + json.dumps(extra).encode() + b"\n")
+    report = verify_corpus(load_manifest("astro-2025-future", ws), ws)
+    assert report.missing == [gone] and report.extra == ["9999.99999"] and not report.ok
+    manifest = ws.manifest_path("astro-2025-future")
+    data = json.loads(manifest.read_text())
+    data["n_records"] += 1
+    manifest.write_text(json.dumps(data))
+    code, _, err = cli(["corpus", "verify", "astro-2025-future"], root=ws.root)
+    assert code == 1 and "manifest seal does not match" in err
+
+
+def _jsonl_records(path: Path, rows: list[tuple[str, str]], title="t") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"id": i, "title": f"{title} {i}", "abstract": f"abstract of {i}", "published": d,
+                         "source": "test", "categories": ["astro-ph.EP"]}) for i, d in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_reproduce_refuses_a_changed_rebuild_and_installs_nothing(tmp_path, cli):
+    ws = Workspace(tmp_path / "ws")
+    src = _jsonl_records(tmp_path / "in" / "a.jsonl", [("x1", "2020-01-02"), ("x2", "2020-01-03")])
+    args = ["corpus", "build", "--source", "jsonl", "--input", src, "--id", "small", "--role", "past"]
+    assert cli(args, root=ws.root)[0] == 0
+    manifest = ws.manifest_path("small").read_bytes()
+    records = (ws.corpus_dir("small") / "records.jsonl").read_bytes()
+    assert cli(args + ["--reproduce"], root=ws.root)[0] == 0
+    _jsonl_records(src, [("x1", "2020-01-02"), ("x2", "2020-01-04")])
+    code, _, err = cli(args + ["--reproduce"], root=ws.root)
+    assert code == 1 and len(err.splitlines()) == 1
+    assert "does not reproduce the committed manifest" in err and "nothing was installed" in err
+    assert ws.manifest_path("small").read_bytes() == manifest
+    assert (ws.corpus_dir("small") / "records.jsonl").read_bytes() == records
+    assert sorted(p.name for p in ws.corpora.iterdir()) == ["small"]  # no staging folder left
+    code, _, err = cli(["corpus", "build", "--source", "jsonl", "--input", src, "--id", "new", "--role", "past",
+                        "--reproduce"], root=ws.root)
+    assert code == 2 and "no committed manifest" in err
+
+
+def test_arxiv_daily_relisting_rule(tmp_path):
+    """A re-listed paper keeps its first listing; an old id listed after the cutoff is counted/dropped."""
+    folder = tmp_path / "daily"
+    folder.mkdir()
+    days = {
+        "2025-10-30": [{"id": "2510.00001", "title": "First", "summary": "first listing", "categories": ["astro-ph.EP"]}],
+        "2025-11-03": [
+            {"id": "2510.00001", "title": "First (v2)", "summary": "re-listed", "categories": ["astro-ph.EP"]},
+            {"id": "2301.00007", "title": "Old", "summary": "an old paper revised", "categories": ["astro-ph.SR"]},
+            {"id": "2511.00002", "title": "New", "summary": "a new paper", "categories": ["astro-ph.GA"], "authors": ["A. B"]},
+        ],
+    }
+    for day, rows in days.items():
+        with lzma.open(folder / f"{day}.jsonl.xz", "wt") as handle:
+            handle.write("".join(json.dumps(r) + "\n" for r in rows))
+    ws = Workspace(tmp_path / "ws")
+    everything = build_corpus(BuildOptions("arxiv-daily", [folder], "all", "past"), ws)
+    rows = [json.loads(line) for line in (ws.corpus_dir("all") / "records.jsonl").read_text().splitlines()]
+    first = next(r for r in rows if r["id"] == "2510.00001")
+    assert first["published"] == "2025-10-30" and first["title"] == "First"
+    assert everything.counts["n_duplicates"] == 1 and everything.counts["n_relisted_old_ids"] == 1
+    future = build_corpus(BuildOptions("arxiv-daily", [folder], "fut", "future", start=dt.date(2025, 10, 31)), ws)
+    assert [r.id for r in CorpusStore(future, ws).iter_records()] == ["2511.00002"]
+    assert future.counts["n_id_month_dropped"] == 1 and future.counts["n_duplicates"] == 1
+    assert "first listing" in future.rules["date"] and "id month" in future.rules["id_month"]
+
+
+def test_arxiv_oai_snapshot_fixture(tmp_path):
+    """The OAI snapshot format: versions (RFC 2822), space-separated categories, authors_parsed."""
+    ws = Workspace(tmp_path / "ws")
+    manifest = build_corpus(BuildOptions("arxiv-oai", [FIXTURES / "arxiv-oai-snapshot.jsonl"], "oai", "past",
+                                         start=dt.date(2007, 1, 1), end=dt.date(2016, 12, 31),
+                                         categories=["physics.plasm-ph"]), ws)
+    records = {r.id: r for r in CorpusStore(manifest, ws).iter_records()}
+    assert sorted(records) == ["0704.0002", "1501.00001"]
+    rec = records["1501.00001"]
+    assert rec.published == dt.date(2015, 1, 1)  # v1's day, not v2's or update_date
+    assert rec.categories == ["physics.plasm-ph", "physics.space-ph"]
+    assert rec.authors == ["Jane Q. Doe", "Wei Zhang"]
+    assert rec.abstract == "Magnetic reconnection in the solar wind is observed."
+    assert rec.doi == "10.1000/xyz" and rec.source == "arxiv-oai"
+    assert records["0704.0002"].published == dt.date(2007, 4, 2)
+    c = manifest.counts
+    assert c["n_read"] == 6 and c["n_duplicates"] == 1 and c["n_no_abstract"] == 1
+    assert c["n_outside_window"] == 1 and c["n_other_categories"] == 1
+
+
+@needs_shared
+def test_export_writes_the_past_corpus_only(astro_ws, tmp_path, cli):
+    out = tmp_path / "past.jsonl"
+    code, _, err = cli(["corpus", "export", "astro-2025", "--role", "past", "--out", out], root=astro_ws.root)
+    assert code == 0, err
+    assert out.read_bytes() == (astro_ws.corpus_dir("astro-2025-past") / "records.jsonl").read_bytes()
+    future_ids = set(CorpusStore.open("astro-2025-future", astro_ws).dates)
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert not {r["id"] for r in exported} & future_ids
+    assert max(r["published"] for r in exported) <= "2025-10-31"
+    code, _, err = cli(["corpus", "export", "astro-2025", "--role", "future"], root=astro_ws.root)
+    assert code == 2 and len(err.splitlines()) == 1
+    with pytest.raises(CheckFailed):
+        PastCorpus(load_manifest("astro-2025-future", astro_ws), astro_ws, dt.date(2025, 10, 31))
+
+
+@needs_default_shared
+@pytest.mark.slow
+def test_space_2016_builds_and_matches_committed(tmp_path, monkeypatch):
+    """space-2016 from three archive files; plasma papers enter only as cross-lists (no plasm-ph file)."""
+    monkeypatch.chdir(REPO)
+    assert not (ARCHIVE / "physics.plasm-ph.tsv.xz").exists()
+    ws = Workspace(tmp_path / "ws")
+    inputs = [Path(f"../shared/corpora/arxiv-archive-2020/physics.{c}.tsv.xz") for c in ("space-ph", "ao-ph", "geo-ph")]
+    cats = ["physics.space-ph", "physics.ao-ph", "physics.geo-ph", "physics.plasm-ph"]
+    for cid, role, start, end in (("space-2016-past", "past", dt.date(2010, 1, 1), dt.date(2016, 12, 31)),
+                                  ("space-2016-future", "future", dt.date(2017, 1, 1), dt.date(2019, 12, 31))):
+        manifest = build_corpus(BuildOptions("arxiv-archive", inputs, cid, role, start=start, end=end, categories=cats), ws)
+        assert ws.manifest_path(cid).read_bytes() == (REPO / "manifests" / f"{cid}.json").read_bytes()
+        records = list(CorpusStore(manifest, ws).iter_records())
+        assert all(start <= r.published <= end for r in records)
+        assert sum("physics.plasm-ph" in r.categories for r in records) > 20
+        assert all(set(cats) & set(r.categories) for r in records)
