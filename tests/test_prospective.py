@@ -1,0 +1,217 @@
+"""Prospective instances end to end on real data: commit from astro-2025 PAST data (astro-ph.EP),
+verify, refuse grading before the schedule, grade with the offline judge once the window has passed,
+and refuse a committed setting that can no longer be honoured."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from backtest.corpus.store import CorpusStore
+from backtest.fileio import read_json, write_json, write_jsonl
+from backtest.prospective import Commitment, plan_grade, verify_folder, window_fraction
+from backtest.records import Window
+from backtest.seal import with_seal
+
+from .conftest import DAILY
+
+CUTOFF = "2025-10-31"
+WINDOW = "2025-11-01..2026-07-01"
+SCHEDULE = "2026-01-01,2026-07-01"
+TEMPLATES = (
+    "Will independent follow-up observations confirm the central measurement reported in {t}?",
+    "Does the interpretation proposed in {t} survive a retrieval with different atmospheric assumptions?",
+    "Can a second instrument reproduce the detection claimed in {t}?",
+    "Is the trend described in {t} still present in a larger, homogeneous sample?",
+)
+
+
+def make_submission(folder: Path, ws, n: int = 4, system: str = "hand_ep") -> Path:
+    """A small real submission: one question per past astro-ph.EP paper, citing it."""
+    past = CorpusStore.open("astro-2025-ep-past", ws)
+    records = sorted(past.records(), key=lambda r: r.id)[::97][:n]
+    rows = []
+    for i, rec in enumerate(records):
+        title = " ".join(rec.title.split())[:90]
+        rows.append({
+            "question_id": f"q_{i + 1:03d}", "question": TEMPLATES[i % len(TEMPLATES)].format(t=f"'{title}'"),
+            "domain": "exoplanets", "cutoff_date": CUTOFF, "generated_at": CUTOFF, "generation_system": system,
+            "source_evidence_ids": [rec.id], "rank": i + 1, "frozen": True,
+        })
+    folder.mkdir(parents=True)
+    write_jsonl(folder / "questions.jsonl", rows)
+    write_json(folder / "metadata.json", {
+        "system_name": system, "description": "hand-made questions from astro-2025 past astro-ph.EP papers",
+        "cutoff_date": CUTOFF, "domain": "exoplanets", "n_questions": len(rows), "frozen": True,
+    })
+    return folder
+
+
+def commit_args(ws, subs, cid="prosp-ep", extra=()):
+    return ["prospective", "commit", cid, "--cutoff", CUTOFF, "--window", WINDOW, "--schedule", SCHEDULE,
+            *[a for s in subs for a in ("--submissions", s)], "--source", "arxiv-daily", "--input", DAILY,
+            "--categories", "astro-ph.EP", "--past", "astro-2025-ep-past", "--retriever", "bm25", *extra]
+
+
+@pytest.fixture
+def committed(astro_ep_ws, copy_ws, cli):
+    """A copy of the astro-2025-ep workspace with one commitment made from its past corpus."""
+    ws = copy_ws(astro_ep_ws)
+    sub = make_submission(ws.root / "submissions" / "hand_ep", ws)
+    code, out, err = cli(commit_args(ws, [sub]), root=ws.root)
+    assert code == 0, err
+    return ws, ws.root / "prospective" / "prosp-ep", out
+
+
+def test_commit_writes_a_sealed_verifiable_commitment(committed, cli):
+    ws, folder, out = committed
+    data = read_json(folder / "COMMITMENT.json")
+    commitment = Commitment.model_validate(data)
+    # the published line: root and date, one line
+    assert out.strip().count("\n") == 0
+    assert commitment.root in out and commitment.committed_at[:10] in out
+    assert commitment.cutoff == dt.date(2025, 10, 31)
+    assert commitment.window == Window(start=dt.date(2025, 11, 1), end=dt.date(2026, 7, 1))
+    assert commitment.schedule == [dt.date(2026, 1, 1), dt.date(2026, 7, 1)]
+    decl = commitment.future_declaration
+    assert decl["source"] == "arxiv-daily" and decl["categories"] == ["astro-ph.EP"] and decl["inputs"] == [str(DAILY)]
+    assert commitment.retrieval.method == "bm25" and commitment.judge.name == "offline"
+    assert [s.system for s in commitment.systems] == ["hand_ep"]
+    listed = [line.split("  ", 1)[1] for line in (folder / "SHA256SUMS").read_text().splitlines()]
+    assert listed == sorted(listed)
+    assert {"instance.json", "past_manifest.json", "submissions/hand_ep/questions.jsonl",
+            "submissions/hand_ep/metadata.json", "submissions/hand_ep/FROZEN.json"} == set(listed)
+    # the instance is past-only: the future is declared, not built
+    instance = read_json(folder / "instance.json")
+    assert instance["future"] is None and instance["future_declaration"]["window"] == {"start": "2025-11-01", "end": "2026-07-01"}
+    code, vout, err = cli(["prospective", "verify", folder])
+    assert code == 0, err
+    assert commitment.root in vout and "prosp-ep" in vout
+
+
+def test_commit_tampering_is_named(committed, cli):
+    ws, folder, _ = committed
+    target = folder / "submissions" / "hand_ep" / "questions.jsonl"
+    data = bytearray(target.read_bytes())
+    data[40] ^= 0x20
+    target.write_bytes(bytes(data))
+    code, _, err = cli(["prospective", "verify", folder])
+    assert code == 1 and "changed: submissions/hand_ep/questions.jsonl" in err
+
+
+def test_resealed_commitment_with_a_new_schedule_is_caught(committed, cli):
+    """Editing COMMITMENT.json and resealing it does not help: the committed instance.json disagrees."""
+    ws, folder, _ = committed
+    data = read_json(folder / "COMMITMENT.json")
+    data["schedule"] = ["2025-11-15", "2026-07-01"]
+    write_json(folder / "COMMITMENT.json", with_seal(data))
+    result = verify_folder(folder)
+    assert not result.ok and any("schedule" in p for p in result.problems)
+    code, _, err = cli(["prospective", "grade", folder, "--as-of", "2025-12-01"], root=ws.root)
+    assert code == 1 and "does not verify" in err
+
+
+def test_commit_refuses_bad_window_and_existing_folder(committed, cli):
+    ws, folder, _ = committed
+    sub = ws.root / "submissions" / "hand_ep"
+    code, _, err = cli(commit_args(ws, [sub]), root=ws.root)
+    assert code == 2 and "already exists" in err
+    args = commit_args(ws, [sub], cid="prosp-bad")
+    args[args.index("--window") + 1] = "2025-10-01..2026-07-01"
+    code, _, err = cli(args, root=ws.root)
+    assert code == 2 and "not after the cutoff" in err
+
+
+def test_grading_before_the_schedule_is_refused(committed, cli):
+    ws, folder, _ = committed
+    code, out, err = cli(["prospective", "grade", folder, "--as-of", "2025-12-15"], root=ws.root)
+    assert code == 1
+    assert len(err.strip().splitlines()) == 1 and "not due" in err and "2026-01-01" in err
+    assert not (folder / "graded").exists()
+
+
+def test_grade_plan_fraction_and_provisional_flag(committed):
+    _, folder, _ = committed
+    commitment = Commitment.model_validate(read_json(folder / "COMMITMENT.json"))
+    plan = plan_grade(commitment, dt.date(2025, 12, 15), provisional=True, today=dt.date(2026, 8, 1))
+    assert plan.provisional and plan.label == "2025-12-15-provisional" and "PROVISIONAL" in plan.describe()
+    assert plan.fraction == pytest.approx(45 / 243)
+    due = plan_grade(commitment, dt.date(2026, 3, 1), provisional=False, today=dt.date(2026, 8, 1))
+    assert not due.provisional and due.scheduled == dt.date(2026, 1, 1)
+    assert window_fraction(commitment.window, dt.date(2027, 1, 1)) == 1.0
+
+
+@pytest.mark.slow
+def test_grade_end_to_end_with_the_offline_judge(committed, cli):
+    pytest.importorskip("backtest.score", reason="scoring (backtest.score) is not in this build yet")
+    ws, folder, _ = committed
+    # provisional first: every output says so and gives the share of the window that has passed
+    code, out, err = cli(["prospective", "grade", folder, "--as-of", "2025-12-15", "--provisional"], root=ws.root)
+    assert code == 0, err
+    assert "PROVISIONAL" in out and "18.5%" in out
+    prov = folder / "graded" / "2025-12-15-provisional"
+    grade = read_json(prov / "GRADE.json")
+    assert grade["provisional"] is True and grade["window_end_graded"] == "2025-12-15"
+    assert "PROVISIONAL" in (prov / "GRADE.md").read_text()
+    assert read_json(prov / "hand_ep" / "GRADE_NOTE.json")["provisional"] is True
+    # the scheduled grade once the whole window has passed
+    code, out, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01", "--json"], root=ws.root)
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["provisional"] is False and summary["window_fraction"] == 1.0 and summary["scheduled"] == "2026-07-01"
+    row = summary["systems"][0]
+    assert row["system"] == "hand_ep" and row["n"] == 4
+    run = folder / row["graded_run"]
+    judgments = [json.loads(line) for line in (run / "judgments.jsonl").read_text().splitlines()]
+    assert len(judgments) == 4 and all(j["judge"]["name"].startswith("offline") for j in judgments)
+    future = CorpusStore.open(summary["future_corpus"]["corpus_id"], ws)
+    assert min(future.dates.values()) > dt.date(2025, 10, 31) and max(future.dates.values()) <= dt.date(2026, 7, 1)
+    retrieved = [json.loads(line) for line in (run / "retrieval.jsonl").read_text().splitlines()]
+    assert all(doc["id"] in future for r in retrieved for doc in r["documents"])
+    # graded runs sit beside the commitment, which still verifies
+    assert verify_folder(folder).ok
+    code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
+    assert code == 2 and "already graded" in err
+
+
+def test_changed_judge_config_is_reported_not_swapped(astro_ep_ws, copy_ws, cli, tmp_path):
+    ws = copy_ws(astro_ep_ws)
+    sub = make_submission(ws.root / "submissions" / "hand_ep", ws, n=2)
+    judge = ws.root / "judges" / "pinned.toml"
+    judge.parent.mkdir(parents=True, exist_ok=True)
+    judge.write_text('name = "pinned"\nmodel = "some-retired-model"\n')
+    code, _, err = cli(commit_args(ws, [sub], cid="prosp-judge", extra=("--judge", str(judge))), root=ws.root)
+    assert code == 0, err
+    folder = ws.root / "prospective" / "prosp-judge"
+    assert (folder / "judge" / "pinned.toml").read_bytes() == judge.read_bytes()
+    judge.write_text('name = "pinned"\nmodel = "a-newer-model"\n')
+    code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
+    assert code == 1 and "pinned.toml changed" in err
+    judge.unlink()
+    code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
+    assert code == 1 and "pinned.toml is missing" in err
+    assert not (folder / "graded").exists()
+
+
+def test_missing_retriever_model_is_reported(astro_ep_ws, copy_ws, cli, monkeypatch):
+    ws = copy_ws(astro_ep_ws)
+    sub = make_submission(ws.root / "submissions" / "hand_ep", ws, n=2)
+    args = commit_args(ws, [sub], cid="prosp-dense")
+    args[args.index("--retriever") + 1] = "dense"
+    code, _, err = cli(args, root=ws.root)
+    assert code == 0, err
+    folder = ws.root / "prospective" / "prosp-dense"
+    assert read_json(folder / "instance.json")["future_declaration"]["retrieval_model_fingerprint"].startswith("all-MiniLM-L6-v2:")
+    import backtest.embed as embed
+    from backtest.errors import BadInput
+
+    def gone(name):
+        raise BadInput(f"embedding model {name!r}: no such folder on disk")
+
+    monkeypatch.setattr(embed, "resolve_model_path", gone)
+    monkeypatch.setattr(embed, "model_fingerprint", lambda name: embed.resolve_model_path(name))
+    code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
+    assert code == 1 and "retriever model all-MiniLM-L6-v2 is not available" in err
