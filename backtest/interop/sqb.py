@@ -292,7 +292,8 @@ def _write_frozen(release: Path, ws: Workspace, spec: SetSpec, instance: Instanc
             "frozen_at_note": "frozen_at is the release's generation date; the import copies a set frozen by the release",
         },
     }
-    frozen = parse_record(FrozenSet, with_seal(frozen_data), f"{spec.system} FROZEN.json")
+    unsealed = parse_record(FrozenSet, frozen_data, f"{spec.system} FROZEN.json").model_dump(mode="json")
+    frozen = parse_record(FrozenSet, with_seal(unsealed), f"{spec.system} FROZEN.json")
     _write_once(folder / "FROZEN.json", frozen.model_dump(mode="json"))
     rel = str(folder.relative_to(ws.root))
     entries, problems = read_ledger(ws.ledger)
