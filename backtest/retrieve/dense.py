@@ -1,0 +1,135 @@
+"""Dense retrieval: sentence-transformers embeddings searched with faiss.
+
+Documents are embedded once per (corpus seal, model fingerprint, text fields) with
+:func:`backtest.embed.embed_texts` (unit vectors, so inner product = cosine) and
+cached under ``corpora/<id>/index/embeddings/<key>/embeddings.npy``. The model is a
+setting: the packaged ``all-MiniLM-L6-v2`` by default, or any sentence-transformers
+folder on disk.
+
+Index kinds (``index=``):
+
+- ``flat`` (default): ``faiss.IndexFlatIP``, exact; built in memory from the
+  cached embeddings (it *is* the embeddings, nothing more to store).
+- ``hnsw``: ``faiss.IndexHNSWFlat`` (inner product), approximate, for large
+  corpora; ``hnsw_m`` and ``ef_construction`` are part of the cache key
+  (``index/dense/<key>/faiss.index``), ``ef_search`` is a query-time setting.
+- ``ivf``: ``faiss.IndexIVFFlat`` (inner product) trained with faiss's k-means
+  (fixed seed); ``nlist`` in the key, ``nprobe`` at query time.
+
+Hits are re-sorted by (score descending, row ascending) so ties are deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..embed import DEFAULT_MODEL, embed_texts, model_fingerprint
+from ..errors import BadInput
+from ..fileio import atomic_writer
+from .index_store import open_or_build
+from .protocol import FutureDocs, Hit, register
+
+INDEX_KINDS = ("flat", "hnsw", "ivf")
+
+
+def _faiss():
+    try:
+        import faiss
+    except ImportError:
+        raise BadInput("dense retrieval needs faiss (pip install 'faiss-cpu>=1.8,<2')") from None
+    return faiss
+
+
+def corpus_embeddings(docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract"),
+                      progress: bool = False) -> tuple[np.ndarray, str, dict[str, Any]]:
+    """The (n, d) unit vectors of every document, from the cache or freshly embedded; also the cache key and params."""
+    params = {"model": model, "model_fingerprint": model_fingerprint(model), "text_fields": list(text_fields), "normalized": True}
+
+    def build(folder: Path) -> None:
+        vectors = embed_texts(docs.texts(text_fields), model=model, progress=progress)
+        with atomic_writer(folder / "embeddings.npy", "wb") as handle:
+            np.save(handle, vectors, allow_pickle=False)
+
+    folder, key, _ = open_or_build(docs, "embeddings", params, build)
+    vectors = np.load(folder / "embeddings.npy", allow_pickle=False)
+    return np.ascontiguousarray(vectors, dtype=np.float32), key, params
+
+
+@register("dense")
+class DenseRetriever:
+    """Cosine search over sentence embeddings of a verified future corpus."""
+
+    name = "dense"
+
+    def __init__(self, docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract"),
+                 index: str = "flat", hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128,
+                 nlist: int | None = None, nprobe: int = 16, progress: bool = False, **_: Any):
+        if index not in INDEX_KINDS:
+            raise BadInput(f"dense index {index!r}: choose one of {', '.join(INDEX_KINDS)}")
+        faiss = _faiss()
+        self.docs = docs
+        self.model = model
+        self.vectors, self.embedding_key, emb_params = corpus_embeddings(docs, model, text_fields, progress)
+        n, dim = self.vectors.shape
+        self.kind = index
+        self.params: dict[str, Any] = {"index": index, "text_fields": list(text_fields),
+                                       "model_fingerprint": emb_params["model_fingerprint"], "embedding_key": self.embedding_key}
+        if index == "flat":
+            self.key = self.embedding_key
+            self.index = faiss.IndexFlatIP(dim)
+            self.index.add(self.vectors)
+            return
+        if index == "hnsw":
+            self.params.update(hnsw_m=hnsw_m, ef_construction=ef_construction)
+        else:
+            nlist = nlist or max(1, min(n // 39, int(4 * math.sqrt(n))))
+            self.params.update(nlist=nlist)
+        key_params = dict(self.params, faiss=faiss.__version__)
+
+        def build(folder: Path) -> None:
+            if index == "hnsw":
+                built = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+                built.hnsw.efConstruction = ef_construction
+            else:
+                built = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+                built.train(self.vectors)
+            built.add(self.vectors)
+            faiss.write_index(built, str(folder / "faiss.index"))
+
+        folder, self.key, _ = open_or_build(docs, "dense", key_params, build)
+        self.index = faiss.read_index(str(folder / "faiss.index"))
+        if index == "hnsw":
+            self.index.hnsw.efSearch = ef_search
+            self.params["ef_search"] = ef_search
+        else:
+            self.index.nprobe = nprobe
+            self.params["nprobe"] = nprobe
+
+    def spec(self) -> dict[str, Any]:
+        """Method, model, parameters and the index key."""
+        return {"method": self.name, "model": self.model, "params": self.params, "index_key": self.key}
+
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``queries`` with this retriever's model."""
+        return embed_texts(list(queries), model=self.model)
+
+    def search_vectors(self, qvecs: np.ndarray, k: int) -> list[list[Hit]]:
+        """Top ``k`` rows by inner product for each query vector, ties broken by row."""
+        n = self.index.ntotal
+        if n == 0 or len(qvecs) == 0:
+            return [[] for _ in range(len(qvecs))]
+        depth = min(n, k + 8)  # a little slack so equal scores at the cut are ordered by row
+        scores, rows = self.index.search(np.ascontiguousarray(qvecs, dtype=np.float32), depth)
+        out = []
+        for srow, rrow in zip(scores, rows):
+            pairs = sorted(((float(s), int(r)) for s, r in zip(srow, rrow) if r >= 0), key=lambda p: (-p[0], p[1]))
+            out.append([(r, s) for s, r in pairs[:k]])
+        return out
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top ``k`` documents by cosine similarity to each query."""
+        return self.search_vectors(self.embed_queries(queries), k)

@@ -1,0 +1,102 @@
+"""The on-disk cache of retrieval indexes and embeddings.
+
+Layout: ``corpora/<corpus_id>/index/<method>/<key>/`` holding the index files and
+``INDEX.json``. ``key`` is the first 20 hex digits of the sha256 of the canonical
+JSON of everything that changes the index: the index format version, the method,
+the corpus id and seal, and the method's parameters (for embeddings, the model
+fingerprint: name + sha256 of its weights). ``INDEX.json`` records those inputs,
+the number of documents and the sha256 of every file.
+
+An index is reused only when its ``INDEX.json`` names exactly the expected inputs
+and every file still has its recorded sha256; anything else (stale, foreign,
+truncated, edited) is deleted and rebuilt, never trusted. Builds write into a
+temporary folder beside the target and rename it into place, so a crash never
+leaves a half-built index. Callers hand in documents from
+:func:`~backtest.retrieve.protocol.load_future_docs`, i.e. only after the future
+manifest seal and records were verified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from ..fileio import read_json, write_json
+from ..errors import BadInput
+from ..seal import sha256_file, sha256_json
+from .protocol import FutureDocs
+
+INDEX_FORMAT = "1"
+META_FILE = "INDEX.json"
+
+
+def index_inputs(docs: FutureDocs, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Everything that identifies an index of ``method`` over ``docs`` with ``params``."""
+    return {"format": INDEX_FORMAT, "method": method, "corpus_id": docs.corpus_id, "corpus_seal": docs.seal, "params": params}
+
+
+def index_key(inputs: dict[str, Any]) -> str:
+    """The cache key of an index: a short sha256 of its inputs."""
+    return sha256_json(inputs)[:20]
+
+
+def index_dir(docs: FutureDocs, method: str, key: str) -> Path:
+    """``corpora/<corpus_id>/index/<method>/<key>/``."""
+    return docs.ws.corpus_dir(docs.corpus_id) / "index" / method / key
+
+
+def _files_of(folder: Path) -> dict[str, str]:
+    return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name != META_FILE}
+
+
+def is_valid(folder: Path, inputs: dict[str, Any], n_docs: int) -> bool:
+    """True when ``folder`` holds an intact index built from exactly ``inputs`` over ``n_docs`` documents."""
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        return False
+    try:
+        meta = read_json(meta_path)
+    except BadInput:
+        return False
+    if not isinstance(meta, dict) or meta.get("inputs") != inputs or meta.get("key") != index_key(inputs):
+        return False
+    if meta.get("n_docs") != n_docs or not isinstance(meta.get("files"), dict) or not meta["files"]:
+        return False
+    try:
+        return _files_of(folder) == meta["files"]
+    except OSError:
+        return False
+
+
+def open_or_build(docs: FutureDocs, method: str, params: dict[str, Any], build: Callable[[Path], None]) -> tuple[Path, str, bool]:
+    """Return ``(folder, key, built)`` for a valid index, calling ``build(tmp_folder)`` when there is none.
+
+    ``build`` writes the index files into the folder it is given. A stale or
+    tampered folder under the same key is replaced.
+    """
+    inputs = index_inputs(docs, method, params)
+    key = index_key(inputs)
+    folder = index_dir(docs, method, key)
+    if is_valid(folder, inputs, len(docs)):
+        return folder, key, False
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", suffix=".tmp", dir=folder.parent))
+    try:
+        build(tmp)
+        write_json(tmp / META_FILE, {"key": key, "inputs": inputs, "n_docs": len(docs), "files": _files_of(tmp)})
+        if folder.exists():
+            shutil.rmtree(folder)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            # Another process renamed its build into place first; use it if it is valid.
+            if not is_valid(folder, inputs, len(docs)):
+                raise
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(tmp)
+    return folder, key, True
