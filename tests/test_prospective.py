@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from backtest.corpus.store import CorpusStore
 from backtest.fileio import read_json, write_json, write_jsonl
-from backtest.prospective import Commitment, plan_grade, verify_folder, window_fraction
+from backtest.prospective import Commitment, plan_grade, publish_line, verify_folder, window_fraction
 from backtest.records import Window
 from backtest.seal import with_seal
+from backtest.workspace import Workspace
 
-from .conftest import DAILY
+from .conftest import DAILY, run_cli
 
 CUTOFF = "2025-10-31"
 WINDOW = "2025-11-01..2026-07-01"
@@ -56,23 +58,41 @@ def commit_args(ws, subs, cid="prosp-ep", extra=()):
             "--categories", "astro-ph.EP", "--past", "astro-2025-ep-past", "--retriever", "bm25", *extra]
 
 
-@pytest.fixture
-def committed(astro_ep_ws, copy_ws, cli):
-    """A copy of the astro-2025-ep workspace with one commitment made from its past corpus."""
-    ws = copy_ws(astro_ep_ws)
+@pytest.fixture(scope="module")
+def base_commitment(astro_ep_ws, tmp_path_factory):
+    """One commitment made from the astro-2025-ep past corpus, in a module-wide copy of its workspace.
+
+    Tests that only read or refuse use it as is; tests that tamper copy the commitment folder,
+    tests that grade copy the workspace."""
+    ws = Workspace(tmp_path_factory.mktemp("prosp") / "ws")
+    shutil.copytree(astro_ep_ws.root, ws.root)
     sub = make_submission(ws.root / "submissions" / "hand_ep", ws)
-    code, out, err = cli(commit_args(ws, [sub]), root=ws.root)
+    code, out, err = run_cli(commit_args(ws, [sub]), root=ws.root)
     assert code == 0, err
-    return ws, ws.root / "prospective" / "prosp-ep", out
+    return ws, ws.root / "prospective" / "prosp-ep"
+
+
+@pytest.fixture
+def committed(base_commitment):
+    return base_commitment
+
+
+@pytest.fixture
+def tampered(base_commitment, tmp_path):
+    """A writable copy of the commitment folder alone (verify needs nothing else)."""
+    _, folder = base_commitment
+    dest = tmp_path / folder.name
+    shutil.copytree(folder, dest)
+    return dest
 
 
 def test_commit_writes_a_sealed_verifiable_commitment(committed, cli):
-    ws, folder, out = committed
+    ws, folder = committed
     data = read_json(folder / "COMMITMENT.json")
     commitment = Commitment.model_validate(data)
     # the published line: root and date, one line
-    assert out.strip().count("\n") == 0
-    assert commitment.root in out and commitment.committed_at[:10] in out
+    out = publish_line(commitment)
+    assert commitment.root in out and commitment.committed_at[:10] in out and "\n" not in out
     assert commitment.cutoff == dt.date(2025, 10, 31)
     assert commitment.window == Window(start=dt.date(2025, 11, 1), end=dt.date(2026, 7, 1))
     assert commitment.schedule == [dt.date(2026, 1, 1), dt.date(2026, 7, 1)]
@@ -92,8 +112,8 @@ def test_commit_writes_a_sealed_verifiable_commitment(committed, cli):
     assert commitment.root in vout and "prosp-ep" in vout
 
 
-def test_commit_tampering_is_named(committed, cli):
-    ws, folder, _ = committed
+def test_commit_tampering_is_named(tampered, cli):
+    folder = tampered
     target = folder / "submissions" / "hand_ep" / "questions.jsonl"
     data = bytearray(target.read_bytes())
     data[40] ^= 0x20
@@ -102,9 +122,10 @@ def test_commit_tampering_is_named(committed, cli):
     assert code == 1 and "changed: submissions/hand_ep/questions.jsonl" in err
 
 
-def test_resealed_commitment_with_a_new_schedule_is_caught(committed, cli):
+def test_resealed_commitment_with_a_new_schedule_is_caught(committed, tampered, cli):
     """Editing COMMITMENT.json and resealing it does not help: the committed instance.json disagrees."""
-    ws, folder, _ = committed
+    ws, _ = committed
+    folder = tampered
     data = read_json(folder / "COMMITMENT.json")
     data["schedule"] = ["2025-11-15", "2026-07-01"]
     write_json(folder / "COMMITMENT.json", with_seal(data))
@@ -115,7 +136,7 @@ def test_resealed_commitment_with_a_new_schedule_is_caught(committed, cli):
 
 
 def test_commit_refuses_bad_window_and_existing_folder(committed, cli):
-    ws, folder, _ = committed
+    ws, folder = committed
     sub = ws.root / "submissions" / "hand_ep"
     code, _, err = cli(commit_args(ws, [sub]), root=ws.root)
     assert code == 2 and "already exists" in err
@@ -126,7 +147,7 @@ def test_commit_refuses_bad_window_and_existing_folder(committed, cli):
 
 
 def test_grading_before_the_schedule_is_refused(committed, cli):
-    ws, folder, _ = committed
+    ws, folder = committed
     code, out, err = cli(["prospective", "grade", folder, "--as-of", "2025-12-15"], root=ws.root)
     assert code == 1
     assert len(err.strip().splitlines()) == 1 and "not due" in err and "2026-01-01" in err
@@ -134,7 +155,7 @@ def test_grading_before_the_schedule_is_refused(committed, cli):
 
 
 def test_grade_plan_fraction_and_provisional_flag(committed):
-    _, folder, _ = committed
+    _, folder = committed
     commitment = Commitment.model_validate(read_json(folder / "COMMITMENT.json"))
     plan = plan_grade(commitment, dt.date(2025, 12, 15), provisional=True, today=dt.date(2026, 8, 1))
     assert plan.provisional and plan.label == "2025-12-15-provisional" and "PROVISIONAL" in plan.describe()
@@ -145,9 +166,11 @@ def test_grade_plan_fraction_and_provisional_flag(committed):
 
 
 @pytest.mark.slow
-def test_grade_end_to_end_with_the_offline_judge(committed, cli):
+def test_grade_end_to_end_with_the_offline_judge(committed, cli, tmp_path):
     pytest.importorskip("backtest.score", reason="scoring (backtest.score) is not in this build yet")
-    ws, folder, _ = committed
+    ws = Workspace(tmp_path / "ws")
+    shutil.copytree(committed[0].root, ws.root)
+    folder = ws.root / "prospective" / "prosp-ep"
     # provisional first: every output says so and gives the share of the window that has passed
     code, out, err = cli(["prospective", "grade", folder, "--as-of", "2025-12-15", "--provisional"], root=ws.root)
     assert code == 0, err
@@ -183,9 +206,11 @@ def test_changed_judge_config_is_reported_not_swapped(astro_ep_ws, copy_ws, cli,
     judge = ws.root / "judges" / "pinned.toml"
     judge.parent.mkdir(parents=True, exist_ok=True)
     judge.write_text('name = "pinned"\nmodel = "some-retired-model"\n')
-    code, _, err = cli(commit_args(ws, [sub], cid="prosp-judge", extra=("--judge", str(judge))), root=ws.root)
+    code, out, err = cli(commit_args(ws, [sub], cid="prosp-judge", extra=("--judge", str(judge))), root=ws.root)
     assert code == 0, err
     folder = ws.root / "prospective" / "prosp-judge"
+    # stdout is exactly the one line to publish: the root and the date
+    assert out == publish_line(Commitment.model_validate(read_json(folder / "COMMITMENT.json"))) + "\n"
     assert (folder / "judge" / "pinned.toml").read_bytes() == judge.read_bytes()
     judge.write_text('name = "pinned"\nmodel = "a-newer-model"\n')
     code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
