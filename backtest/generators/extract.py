@@ -1,0 +1,497 @@
+"""Claims with provenance, and the specific things they are about, from past abstracts.
+
+Pure text processing, no model weights. Used by every generator here:
+
+* :func:`split_sentences` / :func:`detex` — abstracts into clean sentences;
+* :func:`extract_claims` — claim sentences (a result, a non-detection, a tension, a
+  caveat) with provenance ``(paper id, sentence index)`` and cue flags;
+* :func:`detect` — what a text is about: catalogued designations
+  (:func:`backtest.objects.find_objects`), molecules (H2O, CO2, NH3, CH4...),
+  instruments and missions (JWST/NIRSpec, HST/WFC3, THEMIS, MODIS...), methods
+  (retrievals, cross-correlation, MHD simulations...), physical properties, and key
+  quantities (a number with an uncertainty or a unit, tied to the property before it).
+
+The lexicons are deliberately small and case-sensitive where the field writes names
+that way; they favour precision over recall, like ``backtest.objects``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from ..objects import find_objects
+from ..records import CorpusRecord
+
+# --------------------------------------------------------------------------- text clean-up
+
+_LATEX_SUBS = [
+    (re.compile(r"\$?_\{?(\d)\}?\$?"), r"\1"),          # H$_2$O, H_{2}O -> H2O
+    (re.compile(r"\\(?:pm|mp)"), "±"),
+    (re.compile(r"\\(?:sim|approx|simeq)"), "~"),
+    (re.compile(r"\\(?:lesssim|lt|leq|le)\b"), "<"),
+    (re.compile(r"\\(?:gtrsim|gt|geq|ge)\b"), ">"),
+    (re.compile(r"\\(?:times)"), "x"),
+    (re.compile(r"\\odot"), "sun"),
+    (re.compile(r"\\(?:rm|mathrm|text|textrm|it|bf|mathbf|emph)\b"), ""),
+    (re.compile(r"\\[A-Za-z]+"), ""),
+    (re.compile(r"[${}^\\]"), ""),
+]
+_SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
+def detex(text: str) -> str:
+    """Strip the LaTeX of arXiv abstracts to plain text (``H$_2$O`` -> ``H2O``, ``\\pm`` -> ``±``)."""
+    text = text.translate(_SUBSCRIPTS)
+    for pattern, repl in _LATEX_SUBS:
+        text = pattern.sub(repl, text)
+    return " ".join(text.split())
+
+
+_ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "cf.", "approx.", "Fig.", "Figs.", "vs.", "ca.", "resp.", "Eq.",
+                  "Ref.", "Sect.", "No.", "al.", "St.", "Dr.", "Prof.", "U.S.")
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split an abstract into sentences, keeping abbreviations and decimals intact."""
+    protected = text
+    for abbr in _ABBREVIATIONS:
+        protected = protected.replace(abbr, abbr.replace(".", "\x00"))
+    protected = re.sub(r"(?<=\b[A-Z])\.(?=\s?[A-Z]\.)", "\x00", protected)  # initials "J. R."
+    return [s.replace("\x00", ".").strip() for s in _SPLIT.split(protected) if s.strip()]
+
+
+# --------------------------------------------------------------------------- lexicons
+
+
+def _alternation(words) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+MOLECULES = {
+    "H2O": ["H2O", "water vapour", "water vapor"], "CO2": ["CO2", "carbon dioxide"], "CO": ["CO", "carbon monoxide"],
+    "CH4": ["CH4", "methane"], "NH3": ["NH3", "ammonia"], "SO2": ["SO2", "sulfur dioxide", "sulphur dioxide"],
+    "H2S": ["H2S"], "HCN": ["HCN"], "TiO": ["TiO"], "VO": ["VO"], "FeH": ["FeH"], "C2H2": ["C2H2", "acetylene"],
+    "PH3": ["PH3", "phosphine"], "O3": ["O3", "ozone"], "O2": ["O2"], "N2O": ["N2O"], "NO2": ["NO2"],
+    "OH": ["OH"], "HDO": ["HDO"], "SiO": ["SiO"], "HCO+": ["HCO+"], "N2H+": ["N2H+"], "CH3OH": ["CH3OH", "methanol"],
+    "H2CO": ["H2CO", "formaldehyde"], "DMS": ["DMS", "dimethyl sulfide"], "He": ["metastable helium", "He I"],
+    "Na": ["sodium"], "K": ["potassium"], "Fe": ["Fe I", "Fe II"], "PAH": ["PAH", "PAHs"], "aerosol": ["aerosol", "aerosols"],
+}
+
+INSTRUMENTS = {
+    # astronomy
+    "JWST": ["JWST", "James Webb Space Telescope", "Webb"], "NIRSpec": ["NIRSpec"], "NIRISS": ["NIRISS"],
+    "NIRCam": ["NIRCam"], "MIRI": ["MIRI"], "HST": ["HST", "Hubble Space Telescope"], "WFC3": ["WFC3"],
+    "STIS": ["STIS"], "Spitzer": ["Spitzer"], "TESS": ["TESS"], "Kepler": ["Kepler"], "CHEOPS": ["CHEOPS"],
+    "Gaia": ["Gaia"], "Euclid": ["Euclid"], "Rubin/LSST": ["LSST", "Rubin Observatory", "Vera C. Rubin"],
+    "ZTF": ["ZTF"], "SDSS": ["SDSS"], "DESI": ["DESI"], "ALMA": ["ALMA"], "VLA": ["VLA", "JVLA"], "VLT": ["VLT"],
+    "VLTI/GRAVITY": ["GRAVITY", "VLTI"], "ESPRESSO": ["ESPRESSO"], "CRIRES+": ["CRIRES+", "CRIRES"],
+    "HARPS": ["HARPS", "HARPS-N"], "CARMENES": ["CARMENES"], "IGRINS": ["IGRINS"], "MAROON-X": ["MAROON-X"],
+    "Keck": ["Keck", "KPF", "HIRES"], "Subaru": ["Subaru", "HSC"], "SPHERE": ["SPHERE"], "MUSE": ["MUSE"],
+    "X-shooter": ["X-shooter", "X-Shooter"], "Chandra": ["Chandra"], "XMM-Newton": ["XMM-Newton", "XMM"],
+    "NuSTAR": ["NuSTAR"], "Swift": ["Swift"], "Fermi": ["Fermi", "Fermi-LAT"], "NICER": ["NICER"], "IXPE": ["IXPE"],
+    "XRISM": ["XRISM"], "eROSITA": ["eROSITA"], "Einstein Probe": ["Einstein Probe"], "IceCube": ["IceCube"],
+    "LIGO/Virgo/KAGRA": ["LIGO", "Virgo", "KAGRA", "LVK"], "LISA": ["LISA"], "EHT": ["EHT", "Event Horizon Telescope"],
+    "LOFAR": ["LOFAR"], "MeerKAT": ["MeerKAT"], "ASKAP": ["ASKAP"], "MWA": ["MWA"], "CHIME": ["CHIME"],
+    "FAST": ["FAST"], "Planck": ["Planck"], "ACT": ["ACT", "Atacama Cosmology Telescope"], "SPT": ["SPT", "South Pole Telescope"],
+    "Herschel": ["Herschel"], "WISE": ["WISE", "NEOWISE"], "GALEX": ["GALEX"], "LAMOST": ["LAMOST"], "APOGEE": ["APOGEE"],
+    "GALAH": ["GALAH"], "DES": ["Dark Energy Survey"], "KiDS": ["KiDS"], "SPHEREx": ["SPHEREx"], "HETDEX": ["HETDEX"],
+    "NANOGrav": ["NANOGrav", "PTA", "EPTA", "IPTA"], "HESS/MAGIC/VERITAS": ["H.E.S.S.", "MAGIC", "VERITAS", "LHAASO", "HAWC"],
+    # heliophysics and space physics
+    "Parker Solar Probe": ["Parker Solar Probe", "PSP"], "Solar Orbiter": ["Solar Orbiter"], "SDO": ["SDO", "AIA", "HMI"],
+    "SOHO": ["SOHO", "LASCO"], "STEREO": ["STEREO"], "DKIST": ["DKIST"], "IRIS": ["IRIS"], "Hinode": ["Hinode"],
+    "Juno": ["Juno"], "Cassini": ["Cassini"], "New Horizons": ["New Horizons"], "MAVEN": ["MAVEN"], "Rosetta": ["Rosetta"],
+    "Voyager": ["Voyager"], "Ulysses": ["Ulysses"], "ACE": ["ACE"], "Wind": ["Wind spacecraft"], "THEMIS": ["THEMIS", "ARTEMIS"],
+    "Cluster": ["Cluster spacecraft", "Cluster mission"], "MMS": ["MMS", "Magnetospheric Multiscale"],
+    "Van Allen Probes": ["Van Allen Probes", "RBSP"], "DMSP": ["DMSP"], "GOES": ["GOES"], "POES": ["POES", "NOAA-POES"],
+    "Swarm": ["Swarm"], "CHAMP": ["CHAMP"], "GRACE": ["GRACE", "GRACE-FO"], "GOCE": ["GOCE"], "COSMIC": ["COSMIC"],
+    "TIMED": ["TIMED", "GUVI", "SABER"], "SuperDARN": ["SuperDARN"], "EISCAT": ["EISCAT"], "IMAGE": ["IMAGE satellite"],
+    "GNSS/GPS": ["GNSS", "GPS"], "Arase": ["Arase", "ERG"], "Venus Express": ["Venus Express"], "Mars Express": ["Mars Express"],
+    "MESSENGER": ["MESSENGER"], "Wind/ACE": ["OMNI"],
+    # Earth observation, models and reanalyses
+    "MODIS": ["MODIS"], "CALIPSO": ["CALIPSO", "CALIOP"], "CloudSat": ["CloudSat"], "AIRS": ["AIRS"], "MLS": ["MLS"],
+    "OMI": ["OMI"], "TROPOMI": ["TROPOMI"], "IASI": ["IASI"], "OCO-2": ["OCO-2"], "Sentinel": ["Sentinel-1", "Sentinel-2", "Sentinel-5P"],
+    "Landsat": ["Landsat"], "InSAR": ["InSAR"], "ERA-Interim": ["ERA-Interim"], "ERA5": ["ERA5"], "MERRA-2": ["MERRA-2", "MERRA"],
+    "NCEP": ["NCEP"], "CMIP5": ["CMIP5"], "CMIP6": ["CMIP6"], "WRF": ["WRF"], "WACCM": ["WACCM"], "CESM": ["CESM"],
+    "ECMWF": ["ECMWF"], "IRI": ["IRI model"], "AERONET": ["AERONET"], "USArray": ["USArray"], "IceSat": ["ICESat", "ICESat-2"],
+    "TRMM": ["TRMM", "GPM"], "SMOS": ["SMOS", "SMAP"],
+}
+
+METHODS = {
+    "atmospheric retrieval": ["atmospheric retrieval", "free retrieval", "retrievals", "retrieval analysis", "retrieval framework"],
+    "cross-correlation spectroscopy": ["cross-correlation", "cross correlation"],
+    "high-resolution spectroscopy": ["high-resolution spectroscopy", "high resolution spectroscopy", "high-dispersion"],
+    "transmission spectroscopy": ["transmission spectroscopy", "transmission spectrum", "transmission spectra"],
+    "emission spectroscopy": ["emission spectroscopy", "emission spectrum", "secondary eclipse", "dayside spectrum"],
+    "phase-curve analysis": ["phase curve", "phase curves"], "radial velocities": ["radial velocity", "radial velocities", "radial-velocity"],
+    "transit timing": ["transit timing", "TTV", "TTVs"], "astrometry": ["astrometry", "astrometric"],
+    "asteroseismology": ["asteroseismology", "asteroseismic"], "gyrochronology": ["gyrochronology"], "microlensing": ["microlensing"],
+    "direct imaging": ["direct imaging", "high-contrast imaging"], "interferometry": ["interferometry", "interferometric"],
+    "weak lensing": ["weak lensing", "cosmic shear"], "strong lensing": ["strong lensing", "strong gravitational lensing"],
+    "SED fitting": ["SED fitting", "spectral energy distribution"], "MCMC sampling": ["MCMC", "Markov chain Monte Carlo"],
+    "nested sampling": ["nested sampling"], "machine learning": ["machine learning", "neural network", "neural networks", "deep learning", "random forest"],
+    "N-body simulations": ["N-body"], "hydrodynamical simulations": ["hydrodynamical simulation", "hydrodynamic simulation", "hydrodynamical simulations", "cosmological simulations"],
+    "MHD simulations": ["MHD simulation", "MHD simulations", "magnetohydrodynamic simulation", "magnetohydrodynamic simulations"],
+    "particle-in-cell simulations": ["particle-in-cell", "PIC simulation", "PIC simulations"], "hybrid simulations": ["hybrid simulation", "hybrid simulations"],
+    "general circulation models": ["general circulation model", "GCM", "GCMs"], "radiative transfer modelling": ["radiative transfer"],
+    "photochemical modelling": ["photochemical model", "photochemistry"], "population synthesis": ["population synthesis"],
+    "data assimilation": ["data assimilation"], "ensemble forecasting": ["ensemble forecast", "ensemble prediction"],
+    "reanalysis": ["reanalysis"], "Gaussian processes": ["Gaussian process", "Gaussian processes"],
+    "seismic tomography": ["tomography", "tomographic"], "inversion": ["inversion", "inverse modelling", "inverse modeling"],
+    "spectropolarimetry": ["spectropolarimetry", "Zeeman Doppler imaging"], "stacking analysis": ["stacking analysis", "stacked"],
+    "photometric redshifts": ["photometric redshift", "photometric redshifts"], "kinematic modelling": ["kinematic model", "rotation curve", "rotation curves"],
+}
+
+PROPERTIES = {
+    "temperature": ["temperature", "temperatures"], "mass": ["mass", "masses"], "radius": ["radius", "radii"],
+    "density": ["density", "densities"], "metallicity": ["metallicity", "metallicities"], "abundance": ["abundance", "abundances"],
+    "C/O ratio": ["C/O"], "albedo": ["albedo"], "obliquity": ["obliquity", "spin-orbit", "Rossiter-McLaughlin"],
+    "eccentricity": ["eccentricity", "eccentricities"], "inclination": ["inclination"], "age": ["age", "ages"],
+    "distance": ["distance", "distances"], "luminosity": ["luminosity", "luminosities"], "rotation period": ["rotation period", "rotational period"],
+    "orbital period": ["orbital period"], "spin": ["spin"], "magnetic field": ["magnetic field", "magnetic fields", "field strength"],
+    "wind speed": ["wind speed", "winds", "wind"], "velocity": ["velocity", "velocities"], "redshift": ["redshift"],
+    "star formation rate": ["star formation rate", "star-formation rate", "SFR"], "mass-loss rate": ["mass-loss rate", "mass loss rate", "escape rate", "atmospheric escape"],
+    "Hubble constant": ["Hubble constant", "H0"], "S8": ["S8", "sigma8"], "dust mass": ["dust mass"], "accretion rate": ["accretion rate"],
+    "column density": ["column density"], "optical depth": ["optical depth"], "electron density": ["electron density", "plasma density"],
+    "total electron content": ["total electron content", "TEC"], "geomagnetic index": ["Dst", "Kp", "AE index", "SYM-H"],
+    "precipitation": ["precipitation", "rainfall"], "sea surface temperature": ["sea surface temperature", "SST"],
+    "aerosol optical depth": ["aerosol optical depth", "AOD"], "cloud cover": ["cloud cover", "cloud fraction", "clouds"],
+    "haze": ["haze", "hazes"], "water content": ["water content", "water mass fraction"], "black hole mass": ["black hole mass"],
+    "initial mass function": ["initial mass function", "IMF"], "dark matter fraction": ["dark matter fraction"],
+    "stellar mass": ["stellar mass", "stellar masses"], "size": ["size", "sizes"], "flux": ["flux", "fluxes"],
+    "energy spectrum": ["energy spectrum", "spectral index"], "reconnection rate": ["reconnection rate"],
+    "particle acceleration": ["particle acceleration", "electron acceleration"], "occurrence rate": ["occurrence rate"],
+}
+
+# Terms that name a systematic or an analysis choice (for methodological challenges).
+SYSTEMATICS = {
+    "stellar contamination": ["stellar contamination", "unocculted", "starspot", "starspots", "stellar activity", "faculae"],
+    "instrument systematics": ["instrumental systematics", "instrument systematics", "detector systematics", "systematics"],
+    "retrieval assumptions": ["retrieval assumptions", "model assumptions", "modelling assumptions", "modeling assumptions", "prior", "priors"],
+    "calibration": ["calibration", "flux calibration"], "degeneracies": ["degeneracy", "degeneracies", "degenerate"],
+    "selection effects": ["selection effect", "selection effects", "selection bias", "Malmquist"],
+    "dust extinction": ["extinction", "dust attenuation"], "contamination": ["contamination", "contaminated", "blending", "blended"],
+    "terminator heterogeneity": ["limb asymmetry", "terminator heterogeneity", "morning and evening limbs", "morning-evening"],
+    "photometric uncertainties": ["photometric uncertainties"], "model dependence": ["model-dependent", "model dependent", "model dependence"],
+}
+
+
+_LEXICONS = {"molecule": MOLECULES, "instrument": INSTRUMENTS, "method": METHODS, "property": PROPERTIES,
+             "systematic": SYSTEMATICS}
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9+\-/.]*[A-Za-z0-9+]|[A-Za-z0-9]")
+_MAX_GRAM = 4
+
+
+@lru_cache(maxsize=1)
+def _alias_tables() -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]], frozenset[str]]:
+    """(exact-case table, lower-case table) mapping an alias to (kind, canonical name).
+
+    Acronyms and formulas (any capital after the first letter, or a digit) match only
+    as written; word-like aliases also match in lower case ("Transmission spectra")."""
+    exact: dict[str, tuple[str, str]] = {}
+    folded: dict[str, tuple[str, str]] = {}
+    for kind, table in _LEXICONS.items():
+        for canon, aliases in table.items():
+            for alias in aliases:
+                exact.setdefault(alias, (kind, canon))
+                if len(alias) >= 4 and not re.search(r"[A-Z0-9+]", alias[1:]):
+                    folded.setdefault(alias.lower(), (kind, canon))
+    starts = frozenset(a.split(" ")[0] for a in exact) | frozenset(a.split(" ")[0] for a in folded)
+    return exact, folded, starts
+
+
+def scan_terms(text: str) -> dict[str, list[str]]:
+    """All lexicon terms in ``text`` in one pass: ``{kind: [canonical names, first appearance order]}``.
+
+    Tokens are matched as n-grams (longest first, up to four tokens) against the alias
+    tables, which is linear in the text and independent of the lexicon size."""
+    exact, folded, starts = _alias_tables()
+    tokens = [t.rstrip(".") or t for t in _TOKEN.findall(text)]
+    found: dict[str, list[str]] = {kind: [] for kind in _LEXICONS}
+    i = 0
+    while i < len(tokens):
+        step = 1
+        if tokens[i] not in starts and tokens[i].lower() not in starts:
+            i += 1
+            continue
+        for n in range(min(_MAX_GRAM, len(tokens) - i), 0, -1):
+            gram = " ".join(tokens[i:i + n])
+            hit = exact.get(gram) or folded.get(gram.lower())
+            if hit:
+                kind, canon = hit
+                if canon not in found[kind]:
+                    found[kind].append(canon)
+                step = n
+                break
+        i += step
+    return found
+
+
+def find_terms(text: str, kind: str) -> list[str]:
+    """Canonical names of one lexicon's terms (molecule, instrument, method, property, systematic) in ``text``."""
+    return scan_terms(text)[kind]
+
+
+_NUMBER = r"[-+]?\d+(?:\.\d+)?(?:\s?[x×]\s?10-?\d+)?"
+_QUANTITY = re.compile(
+    r"(?P<value>" + _NUMBER + r")\s?(?:(?:±|\+/-)\s?(?P<err>\d+(?:\.\d+)?))?\s?"
+    r"(?P<unit>K|km/s|km s-1|m/s|ms-1|Msun|Mjup|MJ|Rjup|RJ|Mearth|Rearth|M_J|R_J|kpc|Mpc|pc|au|AU|Gyr|Myr|yr|days?|hr|hours|"
+    r"nT|G|kG|keV|MeV|GeV|TeV|eV|erg|dex|ppm|per cent|%|km|cm-3|mag)?(?![A-Za-z])"
+)
+
+
+def find_quantities(text: str) -> list[dict]:
+    """Key quantities: a number with an uncertainty and/or a unit, tied to the property named
+    within the 60 characters before it (``{"property", "value", "err", "unit", "text"}``)."""
+    found = []
+    for match in _QUANTITY.finditer(text):
+        if not (match.group("err") or match.group("unit")):
+            continue
+        window = text[max(0, match.start() - 60): match.start()]
+        props = find_terms(window, "property")
+        if not props:
+            continue
+        try:
+            value = float(re.sub(r"\s?[x×]\s?10(-?\d+)", r"e\1", match.group("value")))
+        except ValueError:
+            continue
+        found.append({"property": props[-1], "value": value,
+                      "err": float(match.group("err")) if match.group("err") else None,
+                      "unit": match.group("unit") or "", "text": match.group(0).strip()})
+    return found
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What a text is about."""
+
+    objects: tuple[str, ...] = ()
+    molecules: tuple[str, ...] = ()
+    instruments: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    properties: tuple[str, ...] = ()
+    systematics: tuple[str, ...] = ()
+
+
+def detect(text: str, objects: bool = True) -> Detected:
+    """Catalogued objects, molecules, instruments, methods, properties and systematics named in
+    ``text`` (plain text: run :func:`detex` first). ``objects=False`` skips the designation
+    detector, the slow part, for texts known to name none."""
+    terms = scan_terms(text)
+    found = tuple(o for o in find_objects(text) if _plausible_object(o)) if objects else ()
+    return Detected(objects=found, molecules=tuple(terms["molecule"]), instruments=tuple(terms["instrument"]),
+                    methods=tuple(terms["method"]), properties=tuple(terms["property"]),
+                    systematics=tuple(terms["systematic"]))
+
+
+def _plausible_object(name: str) -> bool:
+    """Drop designations that are usually something else in abstracts: Messier numbers under 10
+    ("M1" flare classes, "M5" dwarfs) and Bayer-like matches on a bare digit ("1 Oct")."""
+    if re.fullmatch(r"M[1-9]", name):
+        return False
+    if re.fullmatch(r"\d \w{3}", name):
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- claims
+
+RESULT_CUE = re.compile(
+    r"\b(?:we|our (?:results?|analysis|observations|measurements|data|models?|simulations?))\s+(?:also\s+|further\s+|here\s+)?"
+    r"(?:find|found|detect|detected|measure|measured|report|reported|show|showed|shows|demonstrate|confirm|confirmed|"
+    r"derive|derived|infer|inferred|constrain|constrained|determine|determined|obtain|obtained|identify|identified|reveal|"
+    r"revealed|reveals|indicate|indicates|suggest|suggests|imply|implies|estimate|estimated|conclude|observe|observed)\b"
+    r"|\b(?:is|are|was|were|remains?)\s+(?:(?:fully|broadly|largely|not)\s+)?(?:consistent|inconsistent|compatible)\s+with\b"
+    r"|\b(?:results?|data|observations|measurements|spectra|analysis)\s+(?:reveal|reveals|indicate|indicates|suggest|suggests|show|shows|imply|implies|favou?r|favou?rs)\b",
+)
+NEGATIVE_CUE = re.compile(
+    r"\b(?:no (?:evidence|significant|detection|sign)|not (?:detected|detect|find|found|observed|required|supported)|non-?detections?|"
+    r"upper limits?|rules? out|ruled out|absence of|lack of|disfavou?r(?:s|ed)?|cannot be explained|featureless|flat spectrum)\b",
+)
+TENSION_CUE = re.compile(
+    r"\b(?:in tension|tension (?:with|between)|discrepan\w*|disagree\w*|inconsisten\w*|contradict\w*|conflict\w*|at odds|"
+    r"in contrast (?:to|with)|contrary to|differs? (?:significantly )?from|challeng\w*|puzzl\w*|unexpected\w*)\b",
+)
+METHOD_CUE = re.compile(
+    r"\b(?:systematic\w*|bias(?:ed|es)?|contaminat\w*|degenera\w*|model[- ]dependen\w*|assum\w*|calibrat\w*|artefact\w*|"
+    r"artifact\w*|spurious|instrumental|overestimat\w*|underestimat\w*|sensitive to|depends? (?:strongly )?on|robust\w*)\b",
+)
+QUALIFY_CUE = re.compile(
+    r"\b(?:however|only (?:if|when|for|under|in)|limited to|caution\w*|cannot (?:exclude|rule out)|alternativ\w*|"
+    r"rather than|not necessarily|may instead|revisit\w*|re-?analy\w*|not unique|tentative\w*|marginal\w*|"
+    r"partially|depends on|unless)\b",
+)
+SINGLE_DATASET_CUE = re.compile(
+    r"\b(?:a single (?:epoch|transit|eclipse|visit|observation|night|dataset|instrument|event|spectrum)|one (?:transit|epoch|visit|night)|"
+    r"first (?:detection|measurement|observation)s?|tentative(?:ly)?|marginal(?:ly)?|\d(?:\.\d)?\s?sigma|\d(?:\.\d)?σ)\b",
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim sentence with provenance and what it is about."""
+
+    paper_id: str
+    index: int
+    text: str
+    detected: Detected
+    quantities: tuple = ()
+    result: bool = False
+    negative: bool = False
+    tension: bool = False
+    method_issue: bool = False
+    qualify: bool = False
+    single_dataset: bool = False
+
+    @property
+    def claim_id(self) -> str:
+        return f"{self.paper_id}#s{self.index}"
+
+    @property
+    def is_claim(self) -> bool:
+        return self.result or self.negative or self.tension
+
+
+@dataclass
+class PaperClaims:
+    """A paper's sentences, claims and what the whole abstract is about."""
+
+    record: CorpusRecord
+    sentences: list[str]
+    claims: list[Claim]
+    detected: Detected
+    title_objects: tuple[str, ...] = field(default_factory=tuple)
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[\s\-\u2010\u2011\u2013]", "", text).lower()
+
+
+def analyse_sentence(paper_id: str, index: int, text: str, objects: tuple[str, ...] | None = None) -> Claim:
+    """Cue flags, detected things and key quantities of one (plain-text) sentence.
+
+    ``objects``: the designations already found in the whole abstract; the sentence is
+    about those whose spelling (ignoring spaces and hyphens) it contains. ``None`` runs
+    the designation detector on the sentence itself."""
+    low = text.lower()
+    if objects is None:
+        detected = detect(text)
+    else:
+        squashed = _squash(text)
+        mine = tuple(o for o in objects if _squash(o) in squashed)
+        detected = replace(detect(text, objects=False), objects=mine)
+    return Claim(
+        paper_id=paper_id, index=index, text=text, detected=detected,
+        quantities=tuple(tuple(sorted(q.items())) for q in find_quantities(text)) if _DIGIT.search(text) else (),
+        result=bool(RESULT_CUE.search(low)), negative=bool(NEGATIVE_CUE.search(low)),
+        tension=bool(TENSION_CUE.search(low)), method_issue=bool(METHOD_CUE.search(low)),
+        qualify=bool(QUALIFY_CUE.search(low)), single_dataset=bool(SINGLE_DATASET_CUE.search(low)),
+    )
+
+
+def extract_claims(record: CorpusRecord) -> PaperClaims:
+    """Split one abstract into sentences and keep the claim sentences (result, non-detection,
+    tension or caveat), each with its provenance ``(paper id, sentence index)``."""
+    title = detex(record.title)
+    sentences = split_sentences(detex(record.abstract))
+    objects = tuple(o for o in find_objects(title + ". " + " ".join(sentences)) if _plausible_object(o))
+    title_found = analyse_sentence(record.id, -1, title, objects=objects).detected
+    analysed = [analyse_sentence(record.id, i, s, objects=objects) for i, s in enumerate(sentences)]
+    claims = [c for c in analysed if c.is_claim or c.qualify or c.method_issue]
+
+    def union(kind: str) -> tuple[str, ...]:
+        seen = dict.fromkeys(getattr(title_found, kind))
+        for claim in analysed:
+            seen.update(dict.fromkeys(getattr(claim.detected, kind)))
+        return tuple(seen)
+
+    whole = Detected(objects=objects, molecules=union("molecules"), instruments=union("instruments"),
+                     methods=union("methods"), properties=union("properties"), systematics=union("systematics"))
+    return PaperClaims(record=record, sentences=sentences, claims=claims, detected=whole,
+                       title_objects=title_found.objects)
+
+
+def main_claim(paper: PaperClaims) -> str | None:
+    """The paper's headline claim: its first result sentence, else its first claim, else None."""
+    for claim in paper.claims:
+        if claim.result:
+            return claim.text
+    for claim in paper.claims:
+        if claim.negative or claim.tension:
+            return claim.text
+    return None
+
+
+_LEAD_IN = re.compile(
+    r"^(?:(?:here|in this (?:paper|work|study|letter)|finally|moreover|furthermore|in addition|additionally|overall|thus|"
+    r"therefore|consequently|importantly|notably|together|taken together|as a result|specifically|in particular|crucially|"
+    r"using [^,]{3,80}),\s*)*(?:we\s+(?:also\s+|further\s+)?(?:find|found|show|showed|demonstrate|confirm|report|conclude|infer|"
+    r"argue|suggest|reveal|determine|establish|identify)\s+(?:that\s+)?|our (?:results?|analysis|findings|observations|data)\s+"
+    r"(?:show|shows|indicate|indicates|suggest|suggests|reveal|reveals|imply|implies|demonstrate|demonstrates)\s+(?:that\s+)?"
+    r"|(?:these|the) (?:results?|findings|observations|data) (?:show|indicate|suggest|reveal|imply|demonstrate)\s+(?:that\s+)?)",
+    re.I,
+)
+
+
+_SECTION = re.compile(r"^(?:(?:results?|conclusions?|methods?|aims?|context|background|findings|summary)\s*[:.]\s*)+", re.I)
+
+
+def claim_clause(sentence: str, max_chars: int = 220) -> str:
+    """A claim sentence as a clause: lead-in ("Here we show that") removed, first letter
+    lowered unless it starts a name, final period dropped, cut at a clause boundary
+    when longer than ``max_chars``."""
+    text = _SECTION.sub("", sentence.strip())
+    text = _LEAD_IN.sub("", text).strip()
+    text = text.rstrip(" .;:")
+    text = text.replace("?", "")
+    if len(text) > max_chars:
+        cut = max(text.rfind(sep, 0, max_chars) for sep in (", ", "; ", " and ", " which ", " while ", " -- "))
+        text = text[:cut] if cut > max_chars // 3 else text[:max_chars].rsplit(" ", 1)[0]
+        text = text.rstrip(" ,;:-")
+    if text and text[0].isupper() and not (len(text) > 1 and (text[1].isupper() or text[1].isdigit() or text[1] in "-/")):
+        text = text[0].lower() + text[1:]
+    return text
+
+
+# --------------------------------------------------------------------------- whole corpus, cached
+
+EXTRACT_VERSION = "1"
+
+
+def analyse_corpus(past, progress: bool = False) -> list[PaperClaims]:
+    """:func:`extract_claims` for every record of a past corpus, sorted by (date, id).
+
+    The result is cached in ``<workspace>/.cache/generators/`` under the corpus seal and
+    :data:`EXTRACT_VERSION` (about a minute for 6,000 abstracts on one busy core; the
+    designation detector is the slow part), and in memory for the process."""
+    import pickle
+
+    key = (past.seal, EXTRACT_VERSION)
+    if key in _MEMO:
+        return _MEMO[key]
+    cache = past.ws.cache / "generators" / f"claims-{past.seal[:24]}-v{EXTRACT_VERSION}.pkl"
+    papers = None
+    if cache.is_file():
+        try:
+            with open(cache, "rb") as handle:
+                papers = pickle.load(handle)
+        except Exception:  # noqa: BLE001 - a stale or broken cache is rebuilt
+            papers = None
+    if papers is None:
+        from ..fileio import atomic_writer
+
+        records = sorted(past.records(), key=lambda r: (r.published, r.id))
+        papers = [extract_claims(r) for r in records]
+        with atomic_writer(cache, "wb") as handle:
+            pickle.dump(papers, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    _MEMO.clear()
+    _MEMO[key] = papers
+    return papers
+
+
+_MEMO: dict[tuple[str, str], list[PaperClaims]] = {}
