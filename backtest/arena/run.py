@@ -1,0 +1,191 @@
+"""One arena run: judge every pair in both orders, fold, fit BTD, bootstrap, report.
+
+:func:`run_arena` returns a JSON-ready result; :func:`write_arena` writes
+``arena.json``, ``cases.jsonl``, ``contexts.jsonl`` and ``leaderboard.md`` into a
+folder; :func:`leaderboard_markdown` renders the table that the CLI prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..fileio import atomic_write_text, write_json, write_jsonl
+from .bootstrap import DEFAULT_REPLICATES, bootstrap_btd
+from .btd import DEFAULT_RIDGE, condorcet, fit_btd, table_from_outcomes, win_rates
+from .contexts import ArenaContext
+from .pairwise import SHARES, ArenaCase, PairwiseJudge, fold_cases, judge_contexts
+
+SCHEMA_VERSION = "1"
+
+
+def _outcomes(cases: Sequence[ArenaCase]) -> list[tuple[str, str, float]]:
+    return [(c.system_a, c.system_b, c.share) for c in cases]
+
+
+def fit_cases(systems: Sequence[str], cases: Sequence[ArenaCase], ridge: float = DEFAULT_RIDGE,
+              n_boot: int = DEFAULT_REPLICATES, seed: int = 0, cluster: bool = False) -> dict[str, Any]:
+    """BTD fit, win rates, Condorcet relations and the bootstrap for a list of folded cases."""
+    outcomes = _outcomes(cases)
+    table = table_from_outcomes(systems, outcomes)
+    fit = fit_btd(table, ridge=ridge)
+    out: dict[str, Any] = {"btd": fit.to_dict(), "win_rates": win_rates(table), "condorcet": condorcet(table)}
+    if n_boot > 0:
+        boot = bootstrap_btd(systems, outcomes, fit, clusters=[c.context_id for c in cases] if cluster else None,
+                             n_boot=n_boot, seed=seed, ridge=ridge)
+        out["bootstrap"] = boot.to_dict()
+    out["_fit"] = fit
+    return out
+
+
+def sensitivity(systems: Sequence[str], stable: Sequence[ArenaCase], sensitive: Sequence[ArenaCase],
+                strict_fit, ridge: float = DEFAULT_RIDGE) -> dict[str, Any]:
+    """Refit with the order-sensitive cases added back as ties, and as losses for the higher-ranked system."""
+    rating = strict_fit.rating_of()
+    as_ties = [c.model_copy(update={"share": 0.5}) for c in sensitive]
+    as_losses = []
+    for c in sensitive:
+        ra, rb = rating[c.system_a], rating[c.system_b]
+        share = 0.5 if abs(ra - rb) < 1e-9 else (0.0 if ra > rb else 1.0)
+        as_losses.append(c.model_copy(update={"share": share}))
+    out = {}
+    for name, extra in (("as_ties", as_ties), ("as_losses_for_higher_ranked", as_losses)):
+        fit = fit_btd(table_from_outcomes(systems, _outcomes(list(stable) + extra)), ridge=ridge)
+        out[name] = {"ratings": {s: round(r, 2) for s, r in fit.rating_of().items()}, "theta": round(fit.theta, 6),
+                     "ordering": fit.ordering(), "same_ordering_as_strict": fit.ordering() == strict_fit.ordering()}
+    return out
+
+
+def run_arena(
+    contexts: Sequence[ArenaContext],
+    judge: PairwiseJudge,
+    fold: str = "average",
+    n_boot: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    cluster: bool = False,
+    ridge: float = DEFAULT_RIDGE,
+    rubric=None,
+    progress: Callable[[int], None] | None = None,
+    cases: Sequence[ArenaCase] | None = None,
+) -> dict[str, Any]:
+    """Judge (unless ``cases`` are given), fold, fit, bootstrap; return the result dict.
+
+    ``result["cases"]`` holds the ArenaCase list (not JSON); everything else is JSON-ready.
+    """
+    systems = sorted({s for ctx in contexts for s in ctx.outputs})
+    if cases is None:
+        cases = judge_contexts(contexts, judge, progress=progress)
+    included, set_aside = fold_cases(cases, fold)
+    fitted = fit_cases(systems, included, ridge=ridge, n_boot=n_boot, seed=seed, cluster=cluster)
+    fit = fitted.pop("_fit")
+    n_cases = len(cases)
+    n_consistent = sum(c.consistent for c in cases)
+    position_a = (sum(SHARES[c.verdict_ab] + SHARES[c.verdict_ba] for c in cases) / (2 * n_cases)) if n_cases else None
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "arena",
+        "judge": judge.info(),
+        "fold": fold,
+        "systems": systems,
+        "n_contexts": len(contexts),
+        "n_cases": n_cases,
+        "n_judgments": 2 * n_cases,
+        "n_fitted": len(included),
+        "n_consistent": n_consistent,
+        "consistency_rate": round(n_consistent / n_cases, 6) if n_cases else None,
+        "position_a_share": None if position_a is None else round(position_a, 6),
+        "ridge": ridge,
+        **fitted,
+    }
+    if fold == "strict":
+        result["order_sensitive"] = [c.model_dump(mode="json") for c in set_aside]
+        result["sensitivity"] = sensitivity(systems, included, set_aside, fit, ridge=ridge)
+    result["leaderboard"] = _leaderboard_rows(result)
+    if rubric is not None:
+        from .rubric import rubric_report
+
+        result["rubric"] = rubric_report(contexts, rubric)
+    result["cases"] = list(cases)
+    return result
+
+
+def _leaderboard_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    btd = result["btd"]
+    boot = result.get("bootstrap", {})
+    rows = []
+    counts = result["win_rates"]["overall"]
+    ratings = btd["ratings"]
+    for s in btd["ordering"]:
+        interval = boot.get("intervals", {}).get(s)
+        rank = 1 + sum(r > ratings[s] + 0.005 for r in ratings.values())  # equal ratings share a rank
+        rows.append({"rank": rank, "system": s, "rating": btd["ratings"][s],
+                     "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
+                     "win_rate": counts.get(s)})
+    return rows
+
+
+def ordering_text(ratings: dict[str, float], ordering: Sequence[str]) -> str:
+    """``a > b = c``: the ordering with equal ratings (within 0.005) joined by ``=``."""
+    text = ordering[0] if ordering else ""
+    for prev, cur in zip(ordering, ordering[1:]):
+        text += (" = " if abs(ratings[prev] - ratings[cur]) < 0.005 else " > ") + cur
+    return text
+
+
+def leaderboard_markdown(result: dict[str, Any]) -> str:
+    """The leaderboard as a Markdown table, with θ, consistency and ordering recovery underneath."""
+    boot = result.get("bootstrap")
+    level = int(round(100 * boot["level"])) if boot else 95
+    lines = [f"| rank | system | rating | {level}% interval | win rate |", "|---:|---|---:|---|---:|"]
+    for row in result["leaderboard"]:
+        ci = f"[{row['ci_low']:.0f}, {row['ci_high']:.0f}]" if row["ci_low"] is not None else "—"
+        wr = f"{row['win_rate']:.3f}" if row["win_rate"] is not None else "—"
+        lines.append(f"| {row['rank']} | {row['system']} | {row['rating']:.0f} | {ci} | {wr} |")
+    btd = result["btd"]
+    notes = [f"BTD fit on {result['n_fitted']} of {result['n_cases']} cases ({result['n_contexts']} contexts, "
+             f"{result['n_judgments']} judgments, fold={result['fold']}); θ = {btd['theta']:.3f}"
+             + (f" [{boot['theta_interval'][0]:.3f}, {boot['theta_interval'][1]:.3f}]" if boot else "")
+             + f"; Elo-like scale anchored at 1500."]
+    if result["consistency_rate"] is not None:
+        notes.append(f"Order-consistent cases: {result['n_consistent']}/{result['n_cases']} "
+                     f"({100 * result['consistency_rate']:.1f}%); share given to position A: {result['position_a_share']:.3f}.")
+    if boot:
+        rec = boot["full_ordering_recovery"]
+        notes.append(f"Bootstrap: {boot['n_boot']} replicates over {boot['resampling']} (seed {boot['seed']}); "
+                     + (f"full ordering recovered in {100 * rec:.1f}% of replicates." if rec is not None
+                        else "the point estimate ties systems, so there is no full ordering to recover."))
+    cond = result["condorcet"]
+    notes.append(f"Condorcet winner: {cond['winner'] or 'none'}; loser: {cond['loser'] or 'none'}; "
+                 f"majority cycles: {len(cond['cycles'])}.")
+    if "sensitivity" in result:
+        sens = result["sensitivity"]
+        notes.append(f"Order-sensitive cases set aside: {len(result['order_sensitive'])}; refit as ties → "
+                     f"{ordering_text(sens['as_ties']['ratings'], sens['as_ties']['ordering'])}; as losses for the "
+                     f"higher-ranked → {ordering_text(sens['as_losses_for_higher_ranked']['ratings'], sens['as_losses_for_higher_ranked']['ordering'])}.")
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+
+
+def rubric_markdown(rubric: dict[str, Any]) -> str:
+    """Rubric diagnostics as a Markdown table."""
+    lines = [f"Rubric diagnostics ({rubric['scorer']}; 1–5):", "",
+             "| system | n | g | ℓ | j | Q_pair | b | d | u | Q_set |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s, r in rubric["systems"].items():
+        st = r["set"]
+        d = "—" if st["distinctness"] is None else f"{st['distinctness']:.2f}"
+        lines.append(f"| {s} | {r['n_outputs']} | {r['grounding']:.2f} | {r['insight']:.2f} | {r['justification']:.2f} | "
+                     f"{r['q_pair']:.2f} | {st['breadth']:.2f} | {d} | {st['utility']:.2f} | {r['q_set']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_arena(result: dict[str, Any], contexts: Sequence[ArenaContext], out_dir: str | Path) -> Path:
+    """Write arena.json, cases.jsonl, contexts.jsonl and leaderboard.md into ``out_dir``."""
+    out = Path(out_dir)
+    data = {k: v for k, v in result.items() if k != "cases"}
+    write_json(out / "arena.json", data)
+    write_jsonl(out / "cases.jsonl", [c.model_dump(mode="json") for c in result["cases"]])
+    write_jsonl(out / "contexts.jsonl", [c.model_dump(mode="json") for c in contexts])
+    md = "# Arena leaderboard\n\n" + leaderboard_markdown(result)
+    if "rubric" in result:
+        md += "\n" + rubric_markdown(result["rubric"])
+    atomic_write_text(out / "leaderboard.md", md)
+    return out
