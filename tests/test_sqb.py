@@ -77,7 +77,7 @@ def test_judgments_and_retrieval_records():
     assert run["valid"] is True and run["judge"]["models"] == ["gpt-4.1"]
     statuses = {c["name"]: c["status"] for c in run["leakage"]}
     assert statuses["citations_shown"] == "passed" and statuses["ids_aligned"] == "passed"
-    assert statuses["source_evidence_in_past"] == "skipped"
+    assert statuses["evidence_in_past"] == "skipped"
 
 
 def test_paper_headline_numbers():

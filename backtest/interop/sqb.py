@@ -436,15 +436,18 @@ def _checks(instance: Instance, questions: list[Question], judgments: dict[str, 
     checks = []
 
     def add(name: str, bad: list[str], ok_reason: str, bad_reason: str, skipped: str | None = None) -> None:
+        # the same shape as backtest.leakage.CheckResult.as_dict(), plus "skipped" with its reason
         if skipped:
-            checks.append({"name": name, "status": "skipped", "reason": skipped, "offending": []})
+            checks.append({"name": name, "status": "skipped", "summary": skipped, "reason": skipped,
+                           "n_offenders": 0, "offenders": []})
         else:
             checks.append({"name": name, "status": "failed" if bad else "passed",
-                           "reason": bad_reason if bad else ok_reason, "offending": sorted(bad)[:50]})
+                           "summary": bad_reason if bad else ok_reason, "n_offenders": len(bad),
+                           "offenders": sorted(bad)[:20]})
 
-    add("question_cutoff", [q.question_id for q in questions if q.cutoff_date != cutoff],
+    add("cutoff", [q.question_id for q in questions if q.cutoff_date != cutoff],
         f"every question's cutoff is {cutoff}", "questions with another cutoff")
-    add("source_evidence_in_past", [], "", "", skipped=EVIDENCE_SKIP)
+    add("evidence_in_past", [], "", "", skipped=EVIDENCE_SKIP)
     add("retrieved_in_future", [], "", "", skipped="the future corpus (ADS) is not held: retrieved documents' dates cannot be checked by day")
     shown = {q: {d.id for d in r.documents} for q, r in retrievals.items()}
     uncited = [q for q, j in judgments.items() if not set(j.supporting_ids) <= shown.get(q, set())]
@@ -460,8 +463,8 @@ def _checks(instance: Instance, questions: list[Question], judgments: dict[str, 
         windows.append("future window starts on or before the cutoff")
     add("windows", windows, "past window ends on or before the cutoff; future window starts after it",
         "corpus windows overlap the cutoff")
-    add("corpus_overlap", [], "", "", skipped="neither corpus is held: record overlap cannot be checked")
-    add("frozen_verifies", [] if frozen.seal and frozen.n_questions == len(questions) else ["FROZEN.json"],
+    add("corpora_disjoint", [], "", "", skipped="neither corpus is held: record overlap cannot be checked")
+    add("integrity", [] if frozen.seal and frozen.n_questions == len(questions) else ["FROZEN.json"],
         "the frozen set was sealed from the release's bytes", "frozen set does not match")
     return checks
 
