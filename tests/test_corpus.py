@@ -217,3 +217,29 @@ def test_space_2016_builds_and_matches_committed(tmp_path, monkeypatch):
         assert all(start <= r.published <= end for r in records)
         assert sum("physics.plasm-ph" in r.categories for r in records) > 20
         assert all(set(cats) & set(r.categories) for r in records)
+
+
+@needs_shared
+def test_fast_record_line_equals_the_model_canonical_line():
+    """The builder's fast path writes exactly CorpusRecord.canonical_line(), on real rows of every source."""
+    from backtest.corpus.build import record_line
+    from backtest.corpus.sources import get_source
+    from backtest.records import CorpusRecord
+
+    def check(rows):
+        n = 0
+        for row in rows:
+            assert record_line(row) == CorpusRecord.model_validate(row).canonical_line(), row["id"]
+            n += 1
+        return n
+
+    daily = get_source("arxiv-daily")
+    assert check(daily.rows(daily.input_files([DAILY])[:40])) > 900
+    archive = get_source("arxiv-archive")
+    assert check(archive.rows([ARCHIVE / "physics.hist-ph.tsv.xz", ARCHIVE / "cs.DL.tsv.xz"])) > 3000
+    assert check(get_source("arxiv-oai").rows([FIXTURES / "arxiv-oai-snapshot.jsonl"])) == 6
+    odd = {"id": "x", "title": "Cafe\u0301 \u212b", "abstract": "A\u030a\t\"quoted\" \\ \u2028", "published": dt.date(2020, 1, 2),
+           "categories": [], "authors": ["Zoe\u0308"], "doi": None, "references": ["r1"], "citation_count": 3,
+           "citation_count_as_of": dt.date(2021, 5, 6), "source": "s"}
+    assert record_line(odd) == CorpusRecord.model_validate(odd).canonical_line()
+    assert "Café Å" in record_line(odd)

@@ -15,16 +15,14 @@ from pathlib import Path
 from typing import Iterator
 
 from ...errors import BadInput
-from ...fileio import open_text
-from ...records import CorpusRecord
-from . import clean_text, expand_inputs, register
+from . import RowSource, clean_text, expand_inputs, open_text_prefetched, register
 
 REQUIRED = ("arxiv_id", "abstract", "title", "created", "categories", "author_text", "doi")
 csv.field_size_limit(1 << 26)
 
 
 @register("arxiv-archive")
-class ArxivArchive:
+class ArxivArchive(RowSource):
     """Reads a folder of ``<category>.tsv.xz`` files, or a list of them."""
 
     def input_files(self, inputs: list[Path]) -> list[Path]:
@@ -36,13 +34,13 @@ class ArxivArchive:
         files = {p.name: p for p in expand_inputs(inputs, "*.tsv*")}
         return [files[name] for name in sorted(files)]
 
-    def records(self, files: list[Path]) -> Iterator[CorpusRecord]:
+    def rows(self, files: list[Path]) -> Iterator[dict]:
         """Stream every row of every file as a record."""
         for path in files:
-            yield from self._file_records(path)
+            yield from self._file_rows(path)
 
-    def _file_records(self, path: Path) -> Iterator[CorpusRecord]:
-        handle = open_text(path)
+    def _file_rows(self, path: Path) -> Iterator[dict]:
+        handle = open_text_prefetched(path)
         reader = csv.reader(handle, delimiter="\t")
         line = 0
         try:
@@ -68,7 +66,7 @@ class ArxivArchive:
             raise BadInput(f"{path}:{reader.line_num}: malformed TSV ({exc})") from None
 
 
-def _record(row: list[str], col: dict[str, int], path: Path, line: int) -> CorpusRecord:
+def _record(row: list[str], col: dict[str, int], path: Path, line: int) -> dict:
     created = row[col["created"]].strip()
     try:
         published = dt.date.fromisoformat(created[:10])
@@ -77,7 +75,7 @@ def _record(row: list[str], col: dict[str, int], path: Path, line: int) -> Corpu
     identifier = row[col["arxiv_id"]].strip()
     if not identifier:
         raise BadInput(f"{path}:{line}: empty arxiv_id")
-    return CorpusRecord.model_construct(
+    return dict(
         id=identifier,
         title=clean_text(row[col["title"]]),
         abstract=clean_text(row[col["abstract"]]),

@@ -16,14 +16,13 @@ from typing import Iterator
 
 from ...errors import BadInput
 from ...fileio import iter_jsonl
-from ...records import CorpusRecord
-from . import clean_text, expand_inputs, register
+from . import RowSource, clean_text, expand_inputs, register
 
 DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl(?:\.xz)?$")
 
 
 @register("arxiv-daily")
-class ArxivDaily:
+class ArxivDaily(RowSource):
     """Reads daily listing files; the listing day is the record's date."""
 
     def input_files(self, inputs: list[Path]) -> list[Path]:
@@ -34,7 +33,7 @@ class ArxivDaily:
                 raise BadInput(f"{path}: file name is not a listing day (expected YYYY-MM-DD.jsonl[.xz])")
         return sorted(files, key=lambda p: p.name)
 
-    def records(self, files: list[Path]) -> Iterator[CorpusRecord]:
+    def rows(self, files: list[Path]) -> Iterator[dict]:
         """Stream records, dated by their file's listing day."""
         for path in files:
             try:
@@ -45,7 +44,7 @@ class ArxivDaily:
                 yield _record(obj, day, path, lineno)
 
 
-def _record(obj: dict, day: dt.date, path: Path, lineno: int) -> CorpusRecord:
+def _record(obj: dict, day: dt.date, path: Path, lineno: int) -> dict:
     identifier = obj.get("id")
     if not isinstance(identifier, str) or not identifier.strip():
         raise BadInput(f"{path}:{lineno}: missing 'id'")
@@ -59,7 +58,7 @@ def _record(obj: dict, day: dt.date, path: Path, lineno: int) -> CorpusRecord:
         authors = [a.strip() for a in authors.split(",") if a.strip()]
     if not isinstance(categories, list) or not isinstance(authors, list):
         raise BadInput(f"{path}:{lineno}: 'categories' and 'authors' must be lists")
-    return CorpusRecord.model_construct(
+    return dict(
         id=identifier.strip(),
         title=clean_text(str(obj.get("title") or "")),
         abstract=clean_text(str(obj.get("summary") or obj.get("abstract") or "")),

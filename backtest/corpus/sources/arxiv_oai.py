@@ -16,19 +16,18 @@ from typing import Iterator
 
 from ...errors import BadInput
 from ...fileio import iter_jsonl
-from ...records import CorpusRecord
-from . import clean_text, expand_inputs, register
+from . import RowSource, clean_text, expand_inputs, register
 
 
 @register("arxiv-oai")
-class ArxivOai:
+class ArxivOai(RowSource):
     """Reads OAI snapshot JSONL files (optionally ``.xz``)."""
 
     def input_files(self, inputs: list[Path]) -> list[Path]:
         """Folders expand to their ``*.json*`` files."""
         return expand_inputs(inputs, "*.json*")
 
-    def records(self, files: list[Path]) -> Iterator[CorpusRecord]:
+    def rows(self, files: list[Path]) -> Iterator[dict]:
         """Stream one record per line, dated by version 1."""
         for path in files:
             for lineno, obj in iter_jsonl(path):
@@ -55,7 +54,7 @@ def first_version_date(obj: dict) -> dt.date | None:
     return None
 
 
-def _record(obj: dict, path: Path, lineno: int) -> CorpusRecord:
+def _record(obj: dict, path: Path, lineno: int) -> dict:
     identifier = obj.get("id")
     if not isinstance(identifier, str) or not identifier.strip():
         raise BadInput(f"{path}:{lineno}: missing 'id'")
@@ -67,7 +66,7 @@ def _record(obj: dict, path: Path, lineno: int) -> CorpusRecord:
         names = [" ".join(p for p in (parts[1:2] + parts[0:1]) if p).strip() for parts in authors if isinstance(parts, list)]
     else:
         names = [a.strip() for a in str(obj.get("authors") or "").replace(" and ", ", ").split(",") if a.strip()]
-    return CorpusRecord.model_construct(
+    return dict(
         id=identifier.strip(),
         title=clean_text(str(obj.get("title") or "")),
         abstract=clean_text(str(obj.get("abstract") or "")),

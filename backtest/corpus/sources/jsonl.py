@@ -7,16 +7,22 @@ from typing import Iterator
 
 from ...fileio import iter_jsonl
 from ...records import CorpusRecord, parse_record
-from . import expand_inputs, register
+from . import RowSource, expand_inputs, register
 
 
 @register("jsonl")
-class JsonlRecords:
+class JsonlRecords(RowSource):
     """Reads files of ``CorpusRecord`` JSON lines (optionally ``.xz``)."""
 
     def input_files(self, inputs: list[Path]) -> list[Path]:
         """Folders expand to their ``*.jsonl*`` files."""
         return expand_inputs(inputs, "*.jsonl*")
+
+    def rows(self, files: list[Path]) -> Iterator[dict]:
+        """Stream and validate each line."""
+        for path in files:
+            for lineno, obj in iter_jsonl(path):
+                yield dict(parse_record(CorpusRecord, obj, f"{path}:{lineno}"))
 
     def records(self, files: list[Path]) -> Iterator[CorpusRecord]:
         """Stream and validate each line."""
