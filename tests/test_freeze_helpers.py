@@ -41,7 +41,7 @@ def question_rows(records, cutoff: str = "2025-10-31", system: str = "hand_v1") 
     """One question per record, citing it as evidence, in the reference release's field layout."""
     rows = []
     for k, rec in enumerate(records):
-        title = " ".join(rec.title.split())
+        title = " ".join(rec.title.replace("?", "").split())
         rows.append({
             "question_id": f"q_{k + 1:03d}",
             "question": TEMPLATES[k % len(TEMPLATES)].format(t=title),
