@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import lzma
+import operator
 from pathlib import Path
 from typing import Iterator
 
@@ -51,13 +52,13 @@ class ArxivArchive(RowSource):
                 missing = [c for c in REQUIRED if c not in header]
                 if missing:
                     raise BadInput(f"{path}:1: header lacks column(s) {', '.join(missing)}")
-                col = {name: header.index(name) for name in REQUIRED}
+                pick = operator.itemgetter(*(header.index(name) for name in REQUIRED))
                 width = len(header)
+                days: dict[str, dt.date] = {}
                 for row in reader:
-                    line = reader.line_num
                     if len(row) != width:
-                        raise BadInput(f"{path}:{line}: expected {width} tab-separated columns, got {len(row)}")
-                    yield _record(row, col, path, line)
+                        raise BadInput(f"{path}:{reader.line_num}: expected {width} tab-separated columns, got {len(row)}")
+                    yield _record(pick(row), days, path, reader.line_num)
         except UnicodeDecodeError:
             raise BadInput(f"{path}:{reader.line_num + 1}: not valid UTF-8") from None
         except (lzma.LZMAError, EOFError) as exc:
@@ -66,25 +67,29 @@ class ArxivArchive(RowSource):
             raise BadInput(f"{path}:{reader.line_num}: malformed TSV ({exc})") from None
 
 
-def _record(row: list[str], col: dict[str, int], path: Path, line: int) -> dict:
-    created = row[col["created"]].strip()
-    try:
-        published = dt.date.fromisoformat(created[:10])
-    except ValueError:
-        raise BadInput(f"{path}:{line}: bad 'created' date {created!r}") from None
-    identifier = row[col["arxiv_id"]].strip()
+def _record(fields: tuple[str, ...], days: dict[str, dt.date], path: Path, line: int) -> dict:
+    """One row's fields (in ``REQUIRED`` order) as a record dict; optional fields left out when empty."""
+    identifier, abstract, title, created, categories, authors, doi = fields
+    identifier = identifier.strip()
     if not identifier:
         raise BadInput(f"{path}:{line}: empty arxiv_id")
-    return dict(
-        id=identifier,
-        title=clean_text(row[col["title"]]),
-        abstract=clean_text(row[col["abstract"]]),
-        published=published,
-        categories=[c.strip() for c in row[col["categories"]].split(",") if c.strip()],
-        authors=[a.strip() for a in row[col["author_text"]].split(",") if a.strip()],
-        doi=row[col["doi"]].strip() or None,
-        references=None,
-        citation_count=None,
-        citation_count_as_of=None,
-        source="arxiv-archive",
-    )
+    day = created.strip()[:10]
+    published = days.get(day)
+    if published is None:
+        try:
+            published = days[day] = dt.date.fromisoformat(day)
+        except ValueError:
+            raise BadInput(f"{path}:{line}: bad 'created' date {created.strip()!r}") from None
+    row = {
+        "id": identifier,
+        "title": clean_text(title),
+        "abstract": clean_text(abstract),
+        "published": published,
+        "categories": [c for c in map(str.strip, categories.split(",")) if c],
+        "authors": [a for a in map(str.strip, authors.split(",")) if a],
+        "source": "arxiv-archive",
+    }
+    doi = doi.strip()
+    if doi:
+        row["doi"] = doi
+    return row

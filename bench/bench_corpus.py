@@ -1,0 +1,166 @@
+"""Seal all 100 categories of arxiv-archive-2020 and compare with the decompress-and-hash floor.
+
+The build (``build_corpus``: read, parse, filter, de-duplicate, write canonical JSON
+lines, hash every record, sort the index, seal the manifest) runs in a fresh child
+process so its memory can be watched: resident memory (VmRSS) is sampled as records
+stream through (the builder and its reader process together), and reported at 10%,
+50% and 100% of the records, with the builder's peak (VmHWM, which includes the final
+index merge). The floor is ``xz -dc <files> | sha256sum`` over the same files. Both wall
+and CPU seconds are reported; on a shared machine CPU seconds are the steadier ratio.
+``--quick`` uses the first 10 files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cpu_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _floor(files: list[Path]) -> dict:
+    """Time ``xz -dc FILES | sha256sum`` (wall and CPU of both processes)."""
+    cpu0, t0 = _cpu_children(), time.perf_counter()
+    xz = subprocess.Popen(["xz", "-dc", *map(str, files)], stdout=subprocess.PIPE)
+    out = subprocess.run(["sha256sum"], stdin=xz.stdout, capture_output=True, check=True)
+    xz.stdout.close()
+    if xz.wait() != 0:
+        raise RuntimeError("xz -dc failed")
+    return {"wall_s": round(time.perf_counter() - t0, 3), "cpu_s": round(_cpu_children() - cpu0, 3),
+            "sha256": out.stdout.split()[0].decode()}
+
+
+def _sizes(files: list[Path]) -> tuple[int, int]:
+    """(compressed, uncompressed) bytes from ``xz --robot --list``."""
+    out = subprocess.run(["xz", "--robot", "--list", *map(str, files)], capture_output=True, text=True, check=True).stdout
+    totals = next(line.split("\t") for line in out.splitlines() if line.startswith("totals"))
+    return int(totals[3]), int(totals[4])
+
+
+def _status_kb(field: str, pid: str = "self") -> int:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _rss_mb() -> float:
+    """Resident memory of this process plus its children (the build's reader process)."""
+    total = _status_kb("VmRSS")
+    pid = os.getpid()
+    try:
+        children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+    except OSError:
+        children = []
+    return (total + sum(_status_kb("VmRSS", c) for c in children)) / 1024
+
+
+def _child(files: list[str], root: str) -> None:
+    """Run in a fresh process: build the corpus, sampling memory; print one JSON line."""
+    from backtest.corpus.build import BuildOptions, build_corpus
+    from backtest.workspace import Workspace
+
+    samples: list[tuple[int, float]] = []
+    state = {"n": 0}
+
+    def progress(k: int) -> None:
+        state["n"] += k
+        if state["n"] % 5000 == 0:
+            samples.append((state["n"], _rss_mb()))
+
+    rss_start = _rss_mb()
+    cpu0, t0 = time.process_time() + _cpu_children(), time.perf_counter()
+    manifest = build_corpus(BuildOptions("arxiv-archive", [Path(f) for f in files], "archive-2020-all", "past"),
+                            Workspace(Path(root)), progress=progress)
+    wall, cpu = time.perf_counter() - t0, time.process_time() + _cpu_children() - cpu0
+    samples.append((state["n"], _rss_mb()))
+    out_dir = Path(root) / "corpora" / "archive-2020-all"
+    print(json.dumps({
+        "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "n_records": manifest.n_records,
+        "counts": manifest.counts, "seal": manifest.seal, "rss_start_mb": round(rss_start, 1),
+        "peak_rss_mb": round(_status_kb("VmHWM") / 1024, 1), "samples": samples,
+        "records_bytes": (out_dir / "records.jsonl").stat().st_size,
+    }))
+
+
+def _at_fraction(samples: list[list], total: int, fraction: float) -> float:
+    target = fraction * total
+    return round(min(samples, key=lambda s: abs(s[0] - target))[1], 1)
+
+
+def run(args) -> dict:
+    """Benchmark the archive build against the xz floor; return the result dict."""
+    archive = Path(args.shared) / "corpora" / "arxiv-archive-2020"
+    files = sorted(archive.glob("*.tsv.xz"))
+    if not files:
+        return {"skipped": f"no archive files at {archive}"}
+    if args.quick:
+        files = files[:10]
+    compressed, uncompressed = _sizes(files)
+    load_before = os.getloadavg()
+    floor_1 = _floor(files)
+    with tempfile.TemporaryDirectory(prefix="bench_corpus_") as root:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        cpu0 = _cpu_children()
+        child = subprocess.run([sys.executable, "-c", "import json,sys; from bench.bench_corpus import _child; "
+                                "_child(json.loads(sys.argv[1]), sys.argv[2])", json.dumps([str(f) for f in files]), root],
+                               capture_output=True, text=True, env=env, cwd=REPO)
+        child_cpu = _cpu_children() - cpu0
+    if child.returncode != 0:
+        raise RuntimeError(f"build failed: {child.stderr.strip()[-500:]}")
+    build = json.loads(child.stdout.strip().splitlines()[-1])
+    floor_2 = _floor(files)
+    load_after = os.getloadavg()
+    floor_wall = (floor_1["wall_s"] + floor_2["wall_s"]) / 2
+    floor_cpu = (floor_1["cpu_s"] + floor_2["cpu_s"]) / 2
+    n_read = build["counts"]["n_read"]
+    wall = build["wall_s"]
+    samples = build["samples"]
+    total = samples[-1][0]
+    return {
+        "files": len(files),
+        "compressed_mb": round(compressed / 1e6, 1),
+        "uncompressed_mb": round(uncompressed / 1e6, 1),
+        "rows_read": n_read,
+        "records_sealed": build["n_records"],
+        "records_jsonl_mb": round(build["records_bytes"] / 1e6, 1),
+        "seal": build["seal"],
+        "build_wall_s": wall,
+        "build_cpu_s": build["cpu_s"],
+        "build_process_cpu_s_with_startup": round(child_cpu, 3),
+        "build_rows_per_s": round(n_read / wall),
+        "build_records_per_s": round(build["n_records"] / wall),
+        "build_mb_per_s_compressed": round(compressed / 1e6 / wall, 2),
+        "build_mb_per_s_uncompressed": round(uncompressed / 1e6 / wall, 2),
+        "floor_command": "xz -dc <files> | sha256sum",
+        "floor_wall_s": [floor_1["wall_s"], floor_2["wall_s"]],
+        "floor_cpu_s": [floor_1["cpu_s"], floor_2["cpu_s"]],
+        "floor_mb_per_s_uncompressed": round(uncompressed / 1e6 / floor_wall, 2),
+        "ratio_wall": round(wall / floor_wall, 2),
+        "ratio_cpu": round(build["cpu_s"] / floor_cpu, 2),
+        "goal_ratio": 3.0,
+        "rss_mb_start": build["rss_start_mb"],
+        "rss_mb_at_10pct": _at_fraction(samples, total, 0.10),
+        "rss_mb_at_50pct": _at_fraction(samples, total, 0.50),
+        "rss_mb_at_100pct": _at_fraction(samples, total, 1.0),
+        "peak_rss_mb": build["peak_rss_mb"],
+        "rss_samples_records_mb": [[n, round(mb, 1)] for n, mb in samples[:: max(1, len(samples) // 20)]],
+        "load_avg_before": [round(x, 1) for x in load_before],
+        "load_avg_after": [round(x, 1) for x in load_after],
+        "cpus": os.cpu_count(),
+    }
