@@ -386,7 +386,11 @@ def verify_folder(folder: str | Path) -> VerifyResult:
     if not (folder / SUMS_FILE).is_file():
         raise BadInput(f"{folder}: no {SUMS_FILE} file")
     result = VerifyResult(folder)
-    entries = sum_entries(folder / SUMS_FILE)
+    try:
+        entries = sum_entries(folder / SUMS_FILE)
+    except BadInput as exc:  # a damaged SHA256SUMS is a failed verification, not a usage error
+        result.problems.append(f"{SUMS_FILE} is damaged: {exc.message}")
+        return result
     report = sums.verify_sums(folder, extra=False)
     result.changed, result.missing = list(report.changed), list(report.missing)
     is_commitment = (folder / COMMITMENT_FILE).is_file()
@@ -400,6 +404,13 @@ def verify_folder(folder: str | Path) -> VerifyResult:
 
 
 def _verify_commitment(folder: Path, result: VerifyResult) -> list[str]:
+    try:
+        return _commitment_problems(folder, result)
+    except BadInput as exc:  # unreadable committed JSON: the commitment does not verify
+        return [exc.message]
+
+
+def _commitment_problems(folder: Path, result: VerifyResult) -> list[str]:
     data = read_json(folder / COMMITMENT_FILE)
     if not isinstance(data, dict):
         return [f"{COMMITMENT_FILE}: not a JSON object"]
@@ -659,10 +670,17 @@ def grade(folder: str | Path, as_of: dt.date, ws: Workspace, provisional: bool =
     declaration = FutureDeclaration.model_validate(instance.future_declaration or {})
     future_id = build_future(commitment, declaration, plan, ws, inputs)
     graded_id = f"{commitment.commitment_id}.graded-{plan.window_end:%Y%m%d}"
+    judge_config = str(_judge_path(instance.judge, ws)) if instance.judge.config else None
+    if ws.instance_path(graded_id).is_file():
+        earlier = load_instance(graded_id, ws)
+        if earlier.future is None or earlier.future.seal != load_manifest(future_id, ws).seal:
+            raise CheckFailed(f"graded instance {graded_id} exists with another future corpus; an earlier grading used "
+                              "different data (source drifted?) and is never overwritten")
     graded = create_instance(graded_id, instance.cutoff, commitment.past_corpus["corpus_id"], future_id, ws,
-                             retrieval=instance.retrieval, judge_config=instance.judge.config, domain=instance.domain,
+                             retrieval=instance.retrieval, judge_config=judge_config, domain=instance.domain,
                              future_declaration=instance.future_declaration)
-    if graded.judge != instance.judge or graded.retrieval != instance.retrieval or graded.past.seal != instance.past.seal:
+    if ((graded.judge.name, graded.judge.config_sha256) != (instance.judge.name, instance.judge.config_sha256)
+            or graded.retrieval != instance.retrieval or graded.past.seal != instance.past.seal):
         raise CheckFailed(f"graded instance {graded_id} does not carry the committed settings")
     run_id = f"{'provisional' if plan.provisional else 'graded'}-{as_of:%Y%m%d}"
     note = {"commitment_id": commitment.commitment_id, "root": commitment.root, "as_of": as_of.isoformat(),

@@ -86,3 +86,33 @@ def test_rewritten_sums_changes_the_root(release_copy):
 def test_no_sums_file_is_bad_input(cli, tmp_path):
     code, _, err = cli(["prospective", "verify", tmp_path])
     assert code == 2 and "SHA256SUMS" in err
+
+
+@needs_release
+def test_random_byte_flips_anywhere_always_fail(cli, release_copy):
+    """Flip one byte at seeded random positions of every file, SHA256SUMS included: always exit 1,
+    and a flipped data file is named."""
+    import random
+
+    rng = random.Random(7)
+    files = sorted(p for p in release_copy.rglob("*") if p.is_file())
+    for path in files:
+        original = path.read_bytes()
+        for _ in range(5):
+            pos = rng.randrange(len(original))
+            data = bytearray(original)
+            data[pos] ^= 1 << rng.randrange(8)
+            rel = path.relative_to(release_copy).as_posix()
+            if rel == "SHA256SUMS" and (bytes(data).lower() == original.lower() or original[pos] == 0x0A):
+                # 'a' -> 'A' in a digest is the same digest; a newline turned into another line break
+                # (\v, \f) is read as the same lines by backtest.sums (str.splitlines)
+                continue
+            path.write_bytes(bytes(data))
+            result = verify_folder(release_copy)
+            assert not result.ok, (rel, pos)
+            if rel != "SHA256SUMS":
+                assert result.changed == [rel]
+            code, _, err = cli(["prospective", "verify", release_copy])
+            assert code == 1 and err.startswith("error:")
+        path.write_bytes(original)
+    assert verify_folder(release_copy).ok
