@@ -190,6 +190,7 @@ def _make_context(items: list[tuple[str, Question]], members: list[int], past) -
 def load_question_set(path: str | Path) -> tuple[str, list[Question]]:
     """Read a question set from a submission/frozen folder or a ``questions.jsonl`` file.
 
+    A frozen folder (with ``FROZEN.json``) is verified first (CheckFailed when tampered).
     The system name is the folder's ``metadata.json`` ``system_name`` when present,
     else the folder name (a frozen ``.../<system>/v<N>/`` folder gives ``<system>``).
     """
@@ -198,6 +199,11 @@ def load_question_set(path: str | Path) -> tuple[str, list[Question]]:
 
     path = Path(path)
     folder = path if path.is_dir() else path.parent
+    if path.is_dir() and (path / "FROZEN.json").is_file():
+        from ..freeze import load_frozen
+
+        bundle = load_frozen(path)  # verifies the seal and file hashes
+        return bundle.metadata.system_name, list(bundle.questions)
     qfile = path / "questions.jsonl" if path.is_dir() else path
     if not qfile.is_file():
         raise BadInput(f"{path}: no questions.jsonl")

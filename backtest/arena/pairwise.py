@@ -23,15 +23,14 @@ prefers position A, for checking the folding), and ``llm`` via a TOML config wit
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BadInput
+from ..judge.protocol import load_config
 from ..records import Versioned
-from ..seal import sha256_file, sha256_text
 from .contexts import ArenaContext, ArenaOutput
 
 VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
@@ -114,11 +113,7 @@ def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | No
     if config_path is None:
         raise BadInput(f"unknown pairwise judge {value!r}: give a judges/NAME.toml config or one of "
                        f"{', '.join(k for k, (_, c) in sorted(_REGISTRY.items()) if not c)}")
-    try:
-        with open(config_path, "rb") as handle:
-            config = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{config_path}: bad TOML ({exc})") from None
+    config = load_config(config_path)
     kind = str(config.get("kind", "llm"))
     if kind not in _REGISTRY:
         raise BadInput(f"{config_path}: unknown pairwise judge kind {kind!r} (known: {', '.join(pairwise_judge_names())})")
@@ -267,15 +262,3 @@ def fold_cases(cases: Iterable[ArenaCase], fold: str = "average") -> tuple[list[
     if fold == "average":
         return cases, []
     return [c for c in cases if c.consistent], [c for c in cases if not c.consistent]
-
-
-def judge_fingerprint(info: dict[str, Any]) -> str:
-    """A short stable id of a judge's identity (for output folder names and caches)."""
-    from ..seal import canonical_json
-
-    return sha256_text(canonical_json(info))[:12]
-
-
-def config_sha(path: Path | None) -> str | None:
-    """sha256 of a config file, or None."""
-    return sha256_file(path) if path else None
