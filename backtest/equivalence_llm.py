@@ -63,7 +63,7 @@ class LLMEquivalenceRule:
             if not self.config:
                 raise BadInput("the llm equivalence rule needs a judge config: --llm-config judges/NAME.toml")
             from .arena.llm_pairwise import make_client
-            from .judge.protocol import load_config
+            from .arena.pairwise import load_config
 
             path = Path(self.config)
             _, self.client = make_client(load_config(path), path, ".cache/llm-equivalence.sqlite")

@@ -141,7 +141,7 @@ class LLMRubric:
     """Rubric scores (integers 1–5) from an OpenAI-compatible chat model."""
 
     def __init__(self, config: str | Path):
-        from ..judge.protocol import load_config
+        from .pairwise import load_config
 
         path = Path(config)
         data = load_config(path)

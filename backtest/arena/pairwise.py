@@ -23,13 +23,13 @@ prefers position A, for checking the folding), and ``llm`` via a TOML config wit
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BadInput
-from ..judge.protocol import load_config
 from ..records import Versioned
 from .contexts import ArenaContext, ArenaOutput
 
@@ -118,6 +118,17 @@ def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | No
     if kind not in _REGISTRY:
         raise BadInput(f"{config_path}: unknown pairwise judge kind {kind!r} (known: {', '.join(pairwise_judge_names())})")
     return _REGISTRY[kind][0](config, config_path.resolve())
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """Read a TOML judge config, with BadInput naming the file on any problem."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such config") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: bad TOML ({exc})") from None
 
 
 # --------------------------------------------------------------------------- built-in judges
