@@ -10,9 +10,16 @@ files a run is made of (the frozen questions, ``retrieval.jsonl``,
 3. ``retrieved_in_future``: every retrieved document is in the future corpus, dated strictly after the cutoff.
 4. ``citations_shown``: every judge citation is among the documents shown for that question.
 5. ``ids_aligned``: question ids are unique and identical across questions, retrieval and judgments.
-6. ``windows``: the future window starts after the cutoff; the past window ends on or before it.
+6. ``windows``: the future window starts after the cutoff; the past window ends on or before it
+   (both as the instance records them and as the manifests say), and each manifest has its role.
 7. ``corpora_disjoint``: no id is in both corpora; no past arXiv id's yymm is later than the cutoff month.
-8. ``integrity``: the frozen set and both manifests still verify, and match the instance's seals.
+8. ``integrity``: the frozen set and both manifests still verify, and match the instance's seals;
+   ``RUN.json``'s instance and frozen-set seals are those of the files it names.
+
+A check never raises: a corpus that cannot be opened fails the checks that need it,
+so one failure never hides another. :func:`check_run` loads a run folder and runs all
+eight; :func:`leakage_record` is the ``valid``/``leakage`` pair that ``score`` writes
+into ``RUN.json`` and ``metrics.json``.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ class RunData:
     judgments: list[Judgment]
     frozen_path: Path | None
     ws: Workspace
+    meta: dict[str, Any] = field(default_factory=dict)
     stores: dict[str, CorpusStore | None] = field(default_factory=dict)
     store_errors: dict[str, str] = field(default_factory=dict)
 
@@ -155,17 +163,25 @@ def check_ids_aligned(run: RunData) -> CheckResult:
 
 
 def check_windows(run: RunData) -> CheckResult:
-    """6. The future window starts after the cutoff; the past window ends on or before it."""
+    """6. The future window starts after the cutoff; the past window ends on or before it.
+
+    Both the windows the instance records and those of the manifests on disk are checked,
+    and each manifest must carry its role (a future corpus passed off as the past fails).
+    """
     cutoff, bad = run.instance.cutoff, []
     for role, ref in (("past", run.instance.past), ("future", run.instance.future)):
-        store = run.store(role)
-        window = store.manifest.window if store else (ref.window if ref else None)
-        if window is None:
+        if ref is None:
             bad.append(f"{role}: no corpus")
-        elif role == "past" and window.end > cutoff:
-            bad.append(f"past window ends {window.end}, after cutoff {cutoff}")
-        elif role == "future" and window.start <= cutoff:
-            bad.append(f"future window starts {window.start}, not after cutoff {cutoff}")
+            continue
+        store = run.store(role)
+        windows = [("instance", ref.window)] + ([("manifest", store.manifest.window)] if store else [])
+        for where, window in windows:
+            if role == "past" and window.end > cutoff:
+                bad.append(f"past window ({where} {ref.corpus_id}) ends {window.end}, after cutoff {cutoff}")
+            elif role == "future" and window.start <= cutoff:
+                bad.append(f"future window ({where} {ref.corpus_id}) starts {window.start}, not after cutoff {cutoff}")
+        if store is not None and store.manifest.role != role:
+            bad.append(f"{role} corpus {ref.corpus_id} has role {store.manifest.role!r}")
     return _result("windows", bad, "past window ends on or before the cutoff; future window starts after it", "window violations")
 
 
@@ -195,6 +211,15 @@ def check_integrity(run: RunData) -> CheckResult:
         ok, reason = is_frozen_and_intact(run.frozen_path, run.ws)
         if not ok:
             bad.append(f"frozen set {run.frozen_path}: {reason}")
+        frozen_file = run.frozen_path / "FROZEN.json"
+        try:
+            frozen_seal = read_json(frozen_file).get("seal")
+        except (BadInput, AttributeError):
+            frozen_seal = None  # is_frozen_and_intact above already names the problem
+        if run.meta.get("frozen_seal") and run.meta["frozen_seal"] != frozen_seal:
+            bad.append(f"RUN.json frozen_seal {str(run.meta['frozen_seal'])[:12]}… is not the seal of {frozen_file}")
+    if run.meta.get("instance_seal") and run.meta["instance_seal"] != run.instance.seal:
+        bad.append(f"RUN.json instance_seal {str(run.meta['instance_seal'])[:12]}… is not instance {run.instance.instance_id}'s seal")
     for role, ref in (("past", run.instance.past), ("future", run.instance.future)):
         if ref is None:
             bad.append(f"{role}: no corpus")
@@ -231,6 +256,8 @@ def load_run(run_dir: Path, ws: Workspace) -> RunData:
     if not meta_path.is_file():
         raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
     meta = read_json(meta_path)
+    if not isinstance(meta, dict) or not isinstance(meta.get("instance_id"), str):
+        raise BadInput(f"{meta_path}: a run record needs an instance_id")
     instance = load_instance(meta["instance_id"], ws)
     frozen_path = Path(meta["frozen_path"]) if meta.get("frozen_path") else None
     if frozen_path is not None and not frozen_path.is_absolute():
@@ -239,7 +266,7 @@ def load_run(run_dir: Path, ws: Workspace) -> RunData:
     return RunData(instance=instance, questions=questions,
                    retrievals=_read_records(run_dir / "retrieval.jsonl", Retrieval),
                    judgments=_read_records(run_dir / "judgments.jsonl", Judgment),
-                   frozen_path=frozen_path, ws=ws)
+                   frozen_path=frozen_path, ws=ws, meta=meta)
 
 
 def run_checks(run: RunData) -> list[CheckResult]:
@@ -250,3 +277,13 @@ def run_checks(run: RunData) -> list[CheckResult]:
 def check_run(run_dir: Path, ws: Workspace) -> list[CheckResult]:
     """Load a run folder and run every leakage check on it."""
     return run_checks(load_run(run_dir, ws))
+
+
+def leakage_record(results: list[CheckResult]) -> dict[str, Any]:
+    """``{"valid": bool, "leakage": [check dicts]}``: what RUN.json and metrics.json carry."""
+    return {"valid": all(r.passed for r in results), "leakage": [r.as_dict() for r in results]}
+
+
+def failure_lines(results: list[CheckResult]) -> list[str]:
+    """One line per failed check: ``leakage NAME failed: summary``."""
+    return [f"leakage {r.name} failed: {r.summary}" for r in results if not r.passed]

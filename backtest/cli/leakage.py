@@ -1,0 +1,101 @@
+"""``backtest leakage RUN_DIR`` and ``backtest control mismatch|rerun|prompt RUN_DIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import CheckFailed
+from .common import echo_json, json_option, workspace
+from .main import cli
+
+RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+@cli.command("leakage")
+@click.argument("run_dir", type=RUN_DIR)
+@json_option
+@click.pass_context
+def leakage(ctx, run_dir, as_json):
+    """Run the eight leakage checks on a scored run; exit 1 with one line per failed check.
+
+    Checks: cutoff, evidence_in_past, retrieved_in_future, citations_shown, ids_aligned,
+    windows, corpora_disjoint, integrity (see README, "Leakage checks").
+    """
+    from ..leakage import check_run, failure_lines, leakage_record
+
+    results = check_run(run_dir, workspace(ctx))
+    record = leakage_record(results)
+    if as_json:
+        echo_json({"run_dir": str(run_dir), **record})
+    else:
+        for r in results:
+            click.echo(f"{'ok  ' if r.passed else 'FAIL'} {r.name}: {r.summary}")
+            for offender in ([] if r.passed else r.offenders[:20]):
+                click.echo(f"       {offender}")
+            if not r.passed and len(r.offenders) > 20:
+                click.echo(f"       … and {len(r.offenders) - 20} more")
+    failures = failure_lines(results)
+    if failures:
+        raise CheckFailed(failures[0], failures)  # exit 1, one line per failed check
+
+
+@cli.group("control")
+def control():
+    """Judge-validation controls; each writes its own run folder next to RUN_DIR.
+
+    mismatch: judge against another question's documents (generosity floor);
+    rerun: the same judge again without cache; prompt: another prompt template.
+    """
+
+
+judge_option = click.option("--judge", "judge_spec", default=None,
+                            help="Judge to use (default: the one that scored RUN_DIR).")
+
+
+def _emit(result: dict, as_json: bool, render) -> None:
+    if as_json:
+        echo_json(result)
+    else:
+        click.echo(render(result), nl=False)
+        click.echo(f"wrote {result['out']}")
+
+
+@control.command("mismatch")
+@click.argument("run_dir", type=RUN_DIR)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the derangement.")
+@judge_option
+@json_option
+@click.pass_context
+def control_mismatch_cmd(ctx, run_dir, seed, judge_spec, as_json):
+    """Rejudge every question against another question's documents; Fisher test of engagement."""
+    from ..controls import control_mismatch, render_mismatch
+
+    _emit(control_mismatch(run_dir, workspace(ctx), seed=seed, judge_spec=judge_spec), as_json, render_mismatch)
+
+
+@control.command("rerun")
+@click.argument("run_dir", type=RUN_DIR)
+@judge_option
+@json_option
+@click.pass_context
+def control_rerun_cmd(ctx, run_dir, judge_spec, as_json):
+    """The same judge again without its cache; agreement (raw, Cohen's kappa) with the run."""
+    from ..controls import control_rerun, render_agreement
+
+    _emit(control_rerun(run_dir, workspace(ctx), judge_spec=judge_spec), as_json, render_agreement)
+
+
+@control.command("prompt")
+@click.argument("run_dir", type=RUN_DIR)
+@click.option("--prompt", "prompt", required=True, type=click.Path(path_type=Path),
+              help="Alternative prompt template, e.g. judges/prompts/outcome-premise-reworded-v1.md.")
+@judge_option
+@json_option
+@click.pass_context
+def control_prompt_cmd(ctx, run_dir, prompt, judge_spec, as_json):
+    """The run's LLM judge with another prompt; agreement with the original labels."""
+    from ..controls import control_prompt, render_agreement
+
+    _emit(control_prompt(run_dir, workspace(ctx), prompt, judge_spec=judge_spec), as_json, render_agreement)
