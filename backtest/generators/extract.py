@@ -441,6 +441,14 @@ _LEAD_IN = re.compile(
 _SECTION = re.compile(r"^(?:(?:results?|conclusions?|methods?|aims?|context|background|findings|summary)\s*[:.]\s*)+", re.I)
 
 
+_NOT_DECLARATIVE = re.compile(r"^(?:how|whether|what|why|which|to|by|using|in order|from|for|with|if)\b", re.I)
+
+
+def is_declarative(clause: str) -> bool:
+    """False for clause fragments that do not state a result ("how the ...", "to test ...")."""
+    return not _NOT_DECLARATIVE.match(clause)
+
+
 def claim_clause(sentence: str, max_chars: int = 220) -> str:
     """A claim sentence as a clause: lead-in ("Here we show that") removed, first letter
     lowered unless it starts a name, final period dropped, cut at a clause boundary

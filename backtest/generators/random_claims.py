@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from .extract import claim_clause, extract_claims, main_claim
+from .extract import is_declarative, claim_clause, extract_claims, main_claim
 from .protocol import Draft, GenerationContext, GenerationResult
 from .select import select_diverse
 
@@ -44,7 +44,7 @@ class RandomClaims:
             if not claim:
                 continue
             clause = claim_clause(claim)
-            if len(clause) < MIN_CLAUSE_CHARS:
+            if len(clause) < MIN_CLAUSE_CHARS or not is_declarative(clause):
                 continue
             template = TEMPLATES[rng.randrange(len(TEMPLATES))]
             objects = [o for o in paper.detected.objects if o in set(_claim_objects(paper, claim))]

@@ -1,0 +1,118 @@
+"""``citation_leaders`` — prominence: questions anchored on the most central past papers.
+
+The corpora carry no citation counts, and counts fetched today would leak the
+future. Centrality is therefore measured inside the past corpus only:
+
+    centrality(P) = number of LATER past papers Q (published after P, on or before
+                    the cutoff) whose title or abstract shares at least one of P's
+                    *specific terms*
+
+where P's specific terms are the catalogued object designations it names
+(:func:`backtest.objects.find_objects`) and the content-word bigrams of its title
+that occur in at least 2 and at most ``max(5, 1%)`` of the past papers (frequent
+bigrams such as "dark matter" name a field, not a result, and are ignored). The
+count behaves like a citation count: it rewards papers whose specific subject
+was taken up by later work, and, like citations, favours older papers. Ties break
+by the number of specific terms, then by the seeded order. Nothing dated after the
+cutoff is ever read (the past corpus holds nothing later).
+
+Each leader's headline claim (its first result sentence) becomes one question.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+
+from .extract import is_declarative, analyse_corpus, claim_clause, detex, main_claim
+from .protocol import Draft, GenerationContext, GenerationResult
+from .select import select_diverse
+
+TEMPLATES = (
+    "Does the conclusion of the much followed-up study reporting that {clause} hold under independent datasets and alternative analysis assumptions?",
+    "Will follow-up work with new data confirm the influential finding that {clause}?",
+    "Is the widely built-upon result that {clause} robust to independent tests?",
+)
+MIN_CLAUSE_CHARS = 40
+_WORD = re.compile(r"[a-z][a-z0-9\-]+")
+
+
+def _stop_words() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) | {"using", "new", "study", "based", "via", "paper", "analysis", "evidence",
+                                            "results", "observations", "first", "towards", "implications"}
+
+
+def bigrams(text: str, stop: frozenset[str]) -> set[str]:
+    """Adjacent content-word pairs of a text (lower-cased, stop words removed)."""
+    words = [w for w in _WORD.findall(text.lower()) if w not in stop and len(w) > 2]
+    return {f"{a} {b}" for a, b in zip(words, words[1:])}
+
+
+def centrality(papers, stop: frozenset[str] | None = None) -> list[tuple[int, int]]:
+    """``[(later_sharers, n_specific_terms)]`` per paper (same order as ``papers``)."""
+    stop = stop or _stop_words()
+    n = len(papers)
+    max_df = max(5, n // 100)
+    full = [bigrams(detex(p.record.title) + " " + " ".join(p.sentences), stop) | set(p.detected.objects) for p in papers]
+    df: dict[str, int] = defaultdict(int)
+    for terms in full:
+        for t in terms:
+            df[t] += 1
+    postings: dict[str, list[int]] = defaultdict(list)
+    specific = []
+    for i, p in enumerate(papers):
+        mine = {t for t in bigrams(detex(p.record.title), stop) if 2 <= df[t] <= max_df}
+        mine |= {o for o in p.detected.objects if df[o] >= 2}
+        specific.append(mine)
+    for i, terms in enumerate(full):
+        for t in terms:
+            postings[t].append(i)
+    dates = [p.record.published for p in papers]
+    scores = []
+    for i, terms in enumerate(specific):
+        later = set()
+        for t in terms:
+            later.update(j for j in postings[t] if dates[j] > dates[i])
+        scores.append((len(later), len(terms)))
+    return scores
+
+
+class CitationLeaders:
+    """The most central past papers (a corpus-internal citation proxy), one question each."""
+
+    name = "citation_leaders"
+    version = "1"
+
+    def generate(self, ctx: GenerationContext) -> GenerationResult:
+        """Rank past papers by later-paper uptake of their specific terms; question the leaders' main claims."""
+        papers = analyse_corpus(ctx.past)
+        scores = centrality(papers)
+        rng = random.Random(ctx.seed)
+        tiebreak = rng.sample(range(len(papers)), len(papers))
+        order = sorted(range(len(papers)), key=lambda i: (-scores[i][0], -scores[i][1], tiebreak[i]))
+        drafts = []
+        for i in order:
+            if len(drafts) >= 3 * ctx.n:
+                break
+            claim = main_claim(papers[i])
+            if not claim:
+                continue
+            clause = claim_clause(claim)
+            if len(clause) < MIN_CLAUSE_CHARS or not is_declarative(clause):
+                continue
+            objects = [c for c in papers[i].claims if c.text == claim][0].detected.objects
+            drafts.append(Draft(question=TEMPLATES[rng.randrange(len(TEMPLATES))].format(clause=clause),
+                                source_evidence_ids=[papers[i].record.id], objects=list(objects) or None,
+                                signal_type="prominence", premise=claim,
+                                extra={"centrality": {"later_papers_sharing_terms": scores[i][0],
+                                                      "specific_terms": scores[i][1]}}))
+        chosen = select_diverse(drafts, ctx.n)
+        return GenerationResult(
+            drafts=chosen,
+            description=("Prominence: past papers ranked by a corpus-internal citation proxy (how many later past papers "
+                         "share their specific object designations or title bigrams); each leader's main result "
+                         "sentence becomes one robustness question."),
+        )
