@@ -89,7 +89,7 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
     matches = _query_matcher(opts.query)
     start, end = opts.start, opts.end
     seen: set[str] = set()
-    for row in _source_rows(source, files):
+    for row in source.rows(files):
         counts["n_read"] += 1
         identifier = row["id"]
         if identifier in seen:
@@ -118,25 +118,34 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
         yield row
 
 
-PIPELINE_BATCH = 256  # rows per message from the reader process
+PIPELINE_BATCH = 256  # records per message from the reader process
 
 
-def _source_rows(source, files: list[Path]) -> Iterator[dict]:
-    """The source's rows, read and parsed in a second process when that can help.
+def encoded_records(opts: BuildOptions, files: list[Path], counts: dict[str, int]) -> Iterator[tuple[str, str, bytes]]:
+    """``(id, day, canonical line bytes)`` of every record that passes the filters, in reading order."""
+    for row in filtered_rows(opts, files, counts):
+        identifier = row["id"]
+        if _BAD_ID.search(identifier):
+            raise BadInput(f"record id {identifier!r} contains whitespace or control characters")
+        yield identifier, row["published"].isoformat(), record_line(row).encode("utf-8")
 
-    A two-stage pipeline: a forked reader process decompresses and parses (its ``.xz``
-    decompression itself on a background thread) and sends batches of row dicts; this
-    process filters, encodes, hashes and writes. Order is preserved (one producer, one
-    FIFO pipe), so the output is byte-identical to reading in-process, which is used on
-    one CPU, where ``fork`` is unavailable, or with ``BACKTEST_BUILD_PIPELINE=0``.
+
+def _pipelined_records(opts: BuildOptions, files: list[Path], counts: dict[str, int]) -> Iterator[tuple[str, str, bytes]]:
+    """:func:`encoded_records`, computed in a second process when that can help.
+
+    A two-stage pipeline: a forked reader process decompresses (on a background
+    thread), parses, filters and encodes, and sends batches of encoded lines; this
+    process hashes, writes and indexes them. One producer and one FIFO pipe keep the
+    order, so the output is byte-identical to the in-process path, which is used on one
+    CPU, where ``fork`` is unavailable, or with ``BACKTEST_BUILD_PIPELINE=0``.
     """
     if (os.environ.get("BACKTEST_BUILD_PIPELINE", "1") == "0" or (os.cpu_count() or 1) < 2
             or "fork" not in multiprocessing.get_all_start_methods()):
-        yield from source.rows(files)
+        yield from encoded_records(opts, files, counts)
         return
     ctx = multiprocessing.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_read_rows, args=(source, files, sender), daemon=True)
+    process = ctx.Process(target=_reader, args=(opts, files, sender), daemon=True)
     process.start()
     sender.close()
     try:
@@ -145,11 +154,12 @@ def _source_rows(source, files: list[Path]) -> Iterator[dict]:
                 kind, payload = receiver.recv()
             except EOFError:
                 raise BadInput(f"the reader process stopped unexpectedly (exit code {process.exitcode})") from None
-            if kind == "rows":
+            if kind == "records":
                 yield from payload
             elif kind == "error":
                 raise payload
             else:
+                counts.update(payload)
                 return
     finally:
         receiver.close()
@@ -158,17 +168,18 @@ def _source_rows(source, files: list[Path]) -> Iterator[dict]:
         process.join()
 
 
-def _read_rows(source, files: list[Path], conn) -> None:
-    """Reader process: send the source's rows in batches, then ``done`` (or the error, once)."""
+def _reader(opts: BuildOptions, files: list[Path], conn) -> None:
+    """Reader process: send encoded records in batches, then the counts (or the error, once)."""
+    counts = {k: 0 for k in COUNT_KEYS}
     try:
-        batch: list[dict] = []
-        for row in source.rows(files):
-            batch.append(row)
+        batch: list[tuple[str, str, bytes]] = []
+        for item in encoded_records(opts, files, counts):
+            batch.append(item)
             if len(batch) >= PIPELINE_BATCH:
-                conn.send(("rows", batch))
+                conn.send(("records", batch))
                 batch = []
-        conn.send(("rows", batch))
-        conn.send(("done", None))
+        conn.send(("records", batch))
+        conn.send(("done", counts))
     except BaseException as exc:  # noqa: BLE001 - handed to the builder, which raises it
         try:
             conn.send(("error", exc))
@@ -201,7 +212,24 @@ def record_line(row: dict) -> str:
     return text
 
 
-_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+def _no_default(obj):
+    raise TypeError(f"{obj.__class__.__name__} is not JSON serialisable")
+
+
+def _make_dumps():
+    """Compact, key-sorted, UTF-8-preserving JSON: ``json.dumps``'s C encoder, built once, not per call."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring
+
+        encoder = c_make_encoder(None, _no_default, encode_basestring, None, ":", ",", True, False, True)
+        if encoder is not None and "".join(encoder({"b": [1, "é\n"], "a": None}, 0)) == '{"a":null,"b":[1,"é\\n"]}':
+            return lambda obj: "".join(encoder(obj, 0))
+    except (ImportError, TypeError):  # no C accelerator, or another signature: the plain encoder
+        pass
+    return json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+_dumps = _make_dumps()
 
 
 def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bool = False) -> CorpusManifest:
@@ -231,7 +259,7 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
         if not n_records:
             raise BadInput(f"empty corpus: no record of {len(files)} input file(s) passed the filters ({_summary(counts)})")
         index_sha256 = _sort_index(staging)
-        window = Window(start=opts.start or first, end=opts.end or last)
+        window = Window(start=opts.start or dt.date.fromisoformat(first), end=opts.end or dt.date.fromisoformat(last))
         manifest = {
             "schema_version": CorpusManifest.SCHEMA_VERSION,
             "corpus_id": opts.corpus_id,
@@ -319,14 +347,9 @@ def _write_records(opts: BuildOptions, files: list[Path], counts: dict[str, int]
     chunk: list[bytes] = []
     runs = 0
     with open(staging / RECORDS_FILE, "wb", buffering=1 << 20) as handle:
-        for row in filtered_rows(opts, files, counts):
-            identifier = row["id"]
-            if _BAD_ID.search(identifier):
-                raise BadInput(f"record id {identifier!r} contains whitespace or control characters")
-            line = record_line(row).encode("utf-8")
+        for identifier, day, line in _pipelined_records(opts, files, counts):
             handle.write(line + b"\n")
-            day = row["published"]
-            chunk.append(f"{identifier}\t{day.isoformat()}\t{sha256(line).hexdigest()}\n".encode("utf-8"))
+            chunk.append(f"{identifier}\t{day}\t{sha256(line).hexdigest()}\n".encode("utf-8"))
             if len(chunk) >= INDEX_CHUNK:
                 _write_run(staging / f"run{runs:05d}", chunk)
                 runs += 1
