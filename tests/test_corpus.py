@@ -253,3 +253,17 @@ def test_verify_rebuild_compares_with_the_recorded_source(tmp_path, cli):
     assert code == 1
     report = json.loads(out)
     assert report["drifted"] == ["x1", "x2"] and report["missing"] == ["x3"] and report["extra"] == ["x4"]
+
+
+def test_external_index_sort_matches_a_single_sort(tmp_path, monkeypatch):
+    """Index rows are sorted in runs and merged; with tiny runs the bytes equal a one-run build."""
+    rows = [(f"id{(i * 7919) % 1000:04d}", f"2020-01-{1 + i % 28:02d}") for i in range(1000)]
+    src = _jsonl_records(tmp_path / "in" / "a.jsonl", rows)
+    one = build_corpus(BuildOptions("jsonl", [src], "one", "past"), Workspace(tmp_path / "a"))
+    monkeypatch.setattr("backtest.corpus.build.INDEX_CHUNK", 7)
+    many = build_corpus(BuildOptions("jsonl", [src], "one", "past"), Workspace(tmp_path / "b"))
+    index = (tmp_path / "b" / "corpora" / "one" / "index.tsv").read_bytes()
+    assert index == (tmp_path / "a" / "corpora" / "one" / "index.tsv").read_bytes()
+    assert many.seal == one.seal and many.n_records == 1000
+    ids = [line.split(b"\t")[0] for line in index.splitlines()]
+    assert ids == sorted(ids) and not list((tmp_path / "b" / "corpora").glob(".*"))
