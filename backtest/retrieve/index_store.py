@@ -11,7 +11,14 @@ An index is reused only when its ``INDEX.json`` names exactly the expected input
 and every file still has its recorded sha256; anything else (stale, foreign,
 truncated, edited) is deleted and rebuilt, never trusted. Builds write into a
 temporary folder beside the target and rename it into place, so a crash never
-leaves a half-built index. Callers hand in documents from
+leaves a half-built index.
+
+``BACKTEST_INDEX_CACHE`` (optional) names a second folder, laid out as
+``<cache>/<corpus_id>/<method>/<key>/``, shared between workspaces (tests, benches):
+an index missing here is copied from there when it passes the same checks, and a
+freshly built one is copied there. Nothing from it is trusted without the checks.
+
+Callers hand in documents from
 :func:`~backtest.retrieve.protocol.load_future_docs`, i.e. only after the future
 manifest seal and records were verified.
 """
@@ -72,6 +79,26 @@ def is_valid(folder: Path, inputs: dict[str, Any], n_docs: int) -> bool:
         return False
 
 
+def _shared_dir(docs: FutureDocs, method: str, key: str) -> Path | None:
+    root = os.environ.get("BACKTEST_INDEX_CACHE")
+    return Path(root) / docs.corpus_id / method / key if root else None
+
+
+def _install(source: Path, folder: Path) -> None:
+    """Copy a folder into place atomically (temp copy beside ``folder``, then rename)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        shutil.rmtree(tmp)
+        shutil.copytree(source, tmp)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(tmp)
+
+
 def open_or_build(docs: FutureDocs, method: str, params: dict[str, Any], build: Callable[[Path], None]) -> tuple[Path, str, bool]:
     """Return ``(folder, key, built)`` for a valid index, calling ``build(tmp_folder)`` when there is none.
 
@@ -83,6 +110,11 @@ def open_or_build(docs: FutureDocs, method: str, params: dict[str, Any], build: 
     folder = index_dir(docs, method, key)
     if is_valid(folder, inputs, len(docs)):
         return folder, key, False
+    shared = _shared_dir(docs, method, key)
+    if shared is not None and is_valid(shared, inputs, len(docs)):
+        _install(shared, folder)
+        if is_valid(folder, inputs, len(docs)):
+            return folder, key, False
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", suffix=".tmp", dir=folder.parent))
     try:
@@ -99,4 +131,7 @@ def open_or_build(docs: FutureDocs, method: str, params: dict[str, Any], build: 
     finally:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(tmp)
+    if shared is not None:
+        with contextlib.suppress(OSError):
+            _install(folder, shared)
     return folder, key, True
