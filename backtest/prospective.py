@@ -79,6 +79,7 @@ class FutureDeclaration(BaseModel):
     schedule: list[dt.date] = Field(min_length=1)
     corpus_prefix: str
     retrieval_model_fingerprint: str | None = None
+    judge_info: dict[str, Any] | None = None
     rule: str = "built with backtest.corpus.build (role future) from the inputs, window clipped to the as-of day"
 
     @field_validator("schedule")
@@ -261,7 +262,7 @@ def commit(opts: CommitOptions, ws: Workspace, now: dt.datetime | None = None) -
     declaration = FutureDeclaration(
         source=opts.source, inputs=list(opts.inputs), categories=list(opts.categories), query=opts.query,
         window=opts.window, schedule=opts.schedule, corpus_prefix=f"{opts.commitment_id}-future",
-        retrieval_model_fingerprint=fingerprint,
+        retrieval_model_fingerprint=fingerprint, judge_info=judge_identity(opts.judge_config, ws),
     )
     past_id = _past_manifest(opts, ws)
     instance = _prospective_instance(opts, past_id, declaration, ws)
@@ -321,6 +322,15 @@ def _prospective_instance(opts: CommitOptions, past_id: str, declaration: Future
         opts.commitment_id, opts.cutoff, past_id, None, ws, retrieval=opts.retrieval, judge_config=opts.judge_config,
         domain=opts.domain, future_declaration=declaration.model_dump(mode="json"),
     )
+
+
+def judge_identity(spec: str | None, ws: Workspace) -> dict[str, Any]:
+    """The judge's identity (name, model, protocol, prompt and config sha256) as it would label now.
+
+    Loading the judge here also validates its config at commit time."""
+    from .judge import get_judge
+
+    return get_judge(spec or "offline", ws).info().model_dump(mode="json", exclude_none=True)
 
 
 def _judge_path(judge: JudgeSettings, ws: Workspace) -> Path:
@@ -549,6 +559,17 @@ def check_settings(commitment: Commitment, instance: Instance, ws: Workspace) ->
             problems.append(f"committed judge config {judge.config} changed since the commitment "
                             f"(sha256 {sha256_file(path)[:16]}…, committed {judge.config_sha256[:16]}…)")
     declaration = FutureDeclaration.model_validate(instance.future_declaration or {})
+    if declaration.judge_info and not problems:
+        try:
+            now_info = judge_identity(str(_judge_path(judge, ws)) if judge.config else None, ws)
+        except BadInput as exc:
+            problems.append(f"committed judge {judge.name} cannot be loaded now: {exc.message}")
+        else:
+            changed = [f"{key} {declaration.judge_info.get(key)} -> {now_info.get(key)}"
+                       for key in sorted(set(declaration.judge_info) | set(now_info))
+                       if declaration.judge_info.get(key) != now_info.get(key)]
+            if changed:
+                problems.append(f"committed judge {judge.name} would now label differently ({'; '.join(changed)})")
     if declaration.retrieval_model_fingerprint:
         try:
             now = _retrieval_fingerprint(instance.retrieval)
@@ -629,7 +650,7 @@ def score_frozen_set(frozen_path: Path, ws: Workspace, run_id: str) -> Path:
     """Score a frozen set with its instance's committed retriever and judge; return the run folder."""
     from .score import score_frozen
 
-    return Path(score_frozen(frozen_path, ws, run_id=run_id))
+    return Path(score_frozen(frozen_path, ws, run_id=run_id).run_dir)
 
 
 def rates_of_run(run_dir: Path) -> dict[str, Any]:

@@ -205,14 +205,14 @@ def test_changed_judge_config_is_reported_not_swapped(astro_ep_ws, copy_ws, cli,
     sub = make_submission(ws.root / "submissions" / "hand_ep", ws, n=2)
     judge = ws.root / "judges" / "pinned.toml"
     judge.parent.mkdir(parents=True, exist_ok=True)
-    judge.write_text('name = "pinned"\nmodel = "some-retired-model"\n')
+    judge.write_text('kind = "offline"\nname = "pinned"\nengage_doc_sim = 0.45\n')
     code, out, err = cli(commit_args(ws, [sub], cid="prosp-judge", extra=("--judge", str(judge))), root=ws.root)
     assert code == 0, err
     folder = ws.root / "prospective" / "prosp-judge"
     # stdout is exactly the one line to publish: the root and the date
     assert out == publish_line(Commitment.model_validate(read_json(folder / "COMMITMENT.json"))) + "\n"
     assert (folder / "judge" / "pinned.toml").read_bytes() == judge.read_bytes()
-    judge.write_text('name = "pinned"\nmodel = "a-newer-model"\n')
+    judge.write_text('kind = "offline"\nname = "pinned"\nengage_doc_sim = 0.5\n')
     code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
     assert code == 1 and "pinned.toml changed" in err
     judge.unlink()
@@ -240,3 +240,16 @@ def test_missing_retriever_model_is_reported(astro_ep_ws, copy_ws, cli, monkeypa
     monkeypatch.setattr(embed, "model_fingerprint", lambda name: embed.resolve_model_path(name))
     code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
     assert code == 1 and "retriever model all-MiniLM-L6-v2 is not available" in err
+
+
+def test_changed_judge_code_is_reported_not_swapped(committed, cli, monkeypatch):
+    """The offline judge's identity (protocol, lexicon and settings hashes) is committed; if the code that
+    would label the questions changed since, grading refuses instead of using the new judge."""
+    ws, folder = committed
+    assert Commitment.model_validate(read_json(folder / "COMMITMENT.json")).future_declaration["judge_info"]["name"] == "offline"
+    import backtest.judge.offline as offline
+
+    monkeypatch.setattr(offline, "PROTOCOL", offline.PROTOCOL + "-edited")
+    code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
+    assert code == 1 and "would now label differently" in err and "-edited" in err
+    assert not (folder / "graded").exists()
