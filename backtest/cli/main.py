@@ -13,7 +13,7 @@ from ..errors import BacktestError
 from ..workspace import Workspace
 
 # Feature modules that attach commands to ``cli``; each is imported at start-up.
-COMMAND_MODULES = ["corpus", "instance", "schema", "prospective", "freeze", "analysis", "generate", "leakage", "arena", "retrieve"]
+COMMAND_MODULES = ["corpus", "instance", "schema", "prospective", "freeze", "analysis", "generate", "retrieve", "leakage", "arena", "score"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "BACKTEST"})
