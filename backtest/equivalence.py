@@ -173,16 +173,35 @@ def pairs_above(texts: Sequence[str], rule: EquivalenceRule, sims: np.ndarray | 
     return [(int(i), int(j), float(matrix[i, j])) for i, j in zip(rows, cols)]
 
 
-def pairs_above_all(texts: Sequence[str], rules: Sequence[EquivalenceRule]) -> list[tuple[int, int, dict[str, float]]]:
-    """Pairs that *every* rule calls the same, with each rule's similarity: ``(i, j, {rule: sim})``."""
-    if not rules:
+def pairs_above_all(texts: Sequence[str], rules: Sequence[EquivalenceRule], prefilter: bool = True,
+                    stats: dict[str, Any] | None = None) -> list[tuple[int, int, dict[str, float]]]:
+    """Pairs that *every* rule calls the same, with each rule's similarity: ``(i, j, {rule: sim})``.
+
+    With ``prefilter`` (default) the rules run in the order given and each later rule
+    only sees the texts that still belong to a candidate pair, so put the cheap rule
+    (``tfidf``) first and the costly one (``embedding``) last. The result is the
+    same as without it: a pair must pass every rule anyway. ``stats`` (if given)
+    receives how many texts each rule was run on.
+    """
+    n = len(texts)
+    if not rules or n < 2:
         return []
-    matrices = {rule.name: np.asarray(rule.similarity_matrix(texts), dtype=np.float64) for rule in rules}
-    mask = np.ones((len(texts), len(texts)), dtype=bool)
+    candidates = np.arange(n)
+    mask = np.triu(np.ones((n, n), dtype=bool), k=1)
+    full: dict[str, np.ndarray] = {}
     for rule in rules:
-        mask &= matrices[rule.name] >= rule.threshold
-    rows, cols = np.nonzero(np.triu(mask, k=1))
-    return [(int(i), int(j), {name: round(float(m[i, j]), 6) for name, m in matrices.items()}) for i, j in zip(rows, cols)]
+        subset = candidates if prefilter else np.arange(n)
+        sims = np.zeros((n, n), dtype=np.float64)
+        if len(subset) >= 2:
+            sub_sims = np.asarray(rule.similarity_matrix([texts[i] for i in subset]), dtype=np.float64)
+            sims[np.ix_(subset, subset)] = sub_sims
+        if stats is not None:
+            stats[rule.name] = int(len(subset))
+        full[rule.name] = sims
+        mask &= sims >= rule.threshold
+        candidates = np.unique(np.concatenate(np.nonzero(mask))) if mask.any() else np.arange(0)
+    rows, cols = np.nonzero(mask)
+    return [(int(i), int(j), {name: round(float(m[i, j]), 6) for name, m in full.items()}) for i, j in zip(rows, cols)]
 
 
 def clusters(texts: Sequence[str], rule: EquivalenceRule, method: str = "components") -> list[list[int]]:

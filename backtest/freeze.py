@@ -83,7 +83,7 @@ def next_version(system_dir: Path) -> int:
 
 
 def check_gates(submission_dir: str | Path, instance_id: str, ws: Workspace, settings: FreezeSettings | None = None,
-                now: dt.datetime | None = None, timings: dict[str, float] | None = None) -> tuple[GateContext, list]:
+                now: dt.datetime | None = None, timings: dict[str, dict[str, float]] | None = None) -> tuple[GateContext, list]:
     """Load the submission and run every gate without writing anything; return (context, results)."""
     settings = (settings or FreezeSettings()).check()
     instance = load_instance(instance_id, ws)
@@ -102,7 +102,7 @@ def _refuse(results) -> None:
 
 def freeze_submission(submission_dir: str | Path, instance_id: str, ws: Workspace, dedup: str = "report",
                       settings: FreezeSettings | None = None, now: dt.datetime | None = None,
-                      timings: dict[str, float] | None = None) -> Path:
+                      timings: dict[str, dict[str, float]] | None = None) -> Path:
     """Gate and freeze a submission; return the new ``frozen/<instance>/<system>/v<N>`` folder.
 
     Raises BadInput (malformed input, exit 2) or CheckFailed (a failed gate, exit 1)

@@ -393,7 +393,8 @@ def gate_dedup(ctx: GateContext) -> GateResult:
         rules = [get_rule("tfidf", threshold=s.tfidf_threshold),
                  get_rule("embedding", threshold=s.embedding_threshold, model=s.embedding_model,
                           cache_dir=ctx.ws.cache / "embeddings" if ctx.ws is not None else None)]
-        pairs = pairs_above_all(texts, rules)
+        screened: dict[str, int] = {}
+        pairs = pairs_above_all(texts, rules, stats=screened)
     except BadInput as exc:  # the embedding model is not installed
         return GateResult(name="near_duplicates", status="skipped", reason=f"embedding rule unavailable: {exc.message}")
     details = []
@@ -413,12 +414,14 @@ def gate_dedup(ctx: GateContext) -> GateResult:
             else:
                 dup_of[j] = first
         ctx.dropped[:] = [questions[j].question_id for j in sorted(dup_of)]
+    screen = (f"embedding run on the {screened.get('embedding', 0)} of {len(texts)} questions in a TF-IDF candidate pair"
+              if len(texts) > 1 else "one question")
     if not pairs:
         return GateResult(name="near_duplicates", status="passed",
-                          reason=f"no pair above tfidf {s.tfidf_threshold} and embedding {s.embedding_threshold}")
+                          reason=f"no pair above tfidf {s.tfidf_threshold} and embedding {s.embedding_threshold} ({screen})")
     if s.dedup == "fail":
         return GateResult(name="near_duplicates", status="failed", reason=details[0]["problem"], details=details)
-    reason = f"{len(pairs)} near-duplicate pair(s)"
+    reason = f"{len(pairs)} near-duplicate pair(s) ({screen})"
     if s.dedup == "drop-later":
         reason += f"; dropped {len(ctx.dropped)} later question(s): {', '.join(ctx.dropped[:10])}"
         for d in details:
@@ -516,16 +519,16 @@ GATES: list[tuple[str, Gate]] = [
 ]
 
 
-def run_gates(ctx: GateContext, timings: dict[str, float] | None = None) -> list[GateResult]:
-    """Run every gate in order; ``timings`` (if given) receives seconds per gate."""
+def run_gates(ctx: GateContext, timings: dict[str, dict[str, float]] | None = None) -> list[GateResult]:
+    """Run every gate in order; ``timings`` (if given) receives ``{gate: {"wall_s", "cpu_s"}}``."""
     import time
 
     results = []
     for name, gate in GATES:
-        started = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         results.append(gate(ctx))
         if timings is not None:
-            timings[name] = round(time.perf_counter() - started, 4)
+            timings[name] = {"wall_s": round(time.perf_counter() - wall, 4), "cpu_s": round(time.process_time() - cpu, 4)}
     return results
 
 
