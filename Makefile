@@ -11,7 +11,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test test-fast demo instances astro-2025 space-2016 freeze score report bench clean-corpora
+.PHONY: install test test-fast demo demo-fetched instances astro-2025 space-2016 freeze score report bench clean-corpora
 
 install:  ## create .venv and install backtest with its test and local-LLM extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -71,6 +71,42 @@ freeze:  ## freeze a submission: make freeze SUBMISSION=submissions/NAME INSTANC
 	@if [ -z "$(SUBMISSION)" ] || [ -z "$(INSTANCE)" ]; then echo "usage: make freeze SUBMISSION=submissions/NAME INSTANCE=ID [DEDUP=report|fail|drop-later]" >&2; exit 2; fi
 	$(BACKTEST) freeze "$(SUBMISSION)" --instance "$(INSTANCE)" --dedup $(or $(DEDUP),report)
 	$(BACKTEST) verify frozen
+
+score:  ## score a frozen set: make score FROZEN=frozen/INSTANCE/SYSTEM/vN [JUDGE=judges/NAME.toml] [RUN_ID=R]
+	@if [ -z "$(FROZEN)" ]; then echo "usage: make score FROZEN=frozen/INSTANCE/SYSTEM/vN [JUDGE=judges/NAME.toml] [RUN_ID=R]" >&2; exit 2; fi
+	$(BACKTEST) score "$(FROZEN)" $(if $(JUDGE),--judge "$(JUDGE)") $(if $(RUN_ID),--run-id "$(RUN_ID)")
+
+report:  ## redraw a run's report.md and report.html: make report RUN=results/INSTANCE/SYSTEM/RUN_ID
+	@if [ -z "$(RUN)" ]; then echo "usage: make report RUN=results/INSTANCE/SYSTEM/RUN_ID" >&2; exit 2; fi
+	$(BACKTEST) report "$(RUN)"
+
+# `make demo`: a small real submission (claims from past-corpus abstracts), frozen and scored with the
+# offline judge; prints where report.html is. With ../shared it uses astro-2025; without it, it fetches
+# two small astro-ph.EP windows through the arXiv API and builds the instance astro-demo from them.
+DEMO_FETCH := corpora/demo-fetch
+DEMO_QUERY := cat:astro-ph.EP
+
+demo:  ## build astro-2025 if needed, freeze a small real submission, score it offline, print the report path
+	@if [ -d "$(DAILY)" ]; then \
+	  $(MAKE) --no-print-directory astro-2025 && $(BACKTEST) demo --instance astro-2025; \
+	else \
+	  echo "$(DAILY) not found: fetching a small astro-ph corpus through the arXiv API"; \
+	  $(MAKE) --no-print-directory demo-fetched; \
+	fi
+
+demo-fetched:
+	mkdir -p $(DEMO_FETCH)
+	test -s $(DEMO_FETCH)/past.jsonl || $(BACKTEST) corpus fetch arxiv --query '$(DEMO_QUERY)' --start 2025-10-01 --end 2025-10-31 \
+	  --out $(DEMO_FETCH)/past.jsonl --max-records 400
+	test -s $(DEMO_FETCH)/future.jsonl || $(BACKTEST) corpus fetch arxiv --query '$(DEMO_QUERY)' --start 2025-11-01 --end 2025-12-31 \
+	  --out $(DEMO_FETCH)/future.jsonl --max-records 600
+	test -f manifests/astro-demo-past.json || $(BACKTEST) corpus build --source jsonl --input $(DEMO_FETCH)/past.jsonl \
+	  --id astro-demo-past --role past --end 2025-10-31
+	test -f manifests/astro-demo-future.json || $(BACKTEST) corpus build --source jsonl --input $(DEMO_FETCH)/future.jsonl \
+	  --id astro-demo-future --role future --start 2025-11-01 --end 2025-12-31
+	test -f manifests/instances/astro-demo.json || $(BACKTEST) instance create astro-demo --cutoff 2025-10-31 \
+	  --past astro-demo-past --future astro-demo-future --domain "astrophysics (arXiv astro-ph.EP, fetched for the demo)"
+	$(BACKTEST) demo --instance astro-demo
 
 bench:  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench
