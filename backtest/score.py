@@ -205,6 +205,26 @@ def _metrics(questions, judgments, retrievals, cutoff) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the pipeline
 
 
+def sibling_retrieval(run_dir: Path, settings: dict[str, Any]) -> Path | None:
+    """``retrieval.jsonl`` of a complete sibling run with the same frozen set, instance and retrieval
+    settings (retrieval is deterministic, so it is reused instead of recomputed), or None."""
+    same = {k: settings[k] for k in ("frozen_seal", "instance_seal", "future_seal", "retrieval")}
+    parent = run_dir.parent
+    if not parent.is_dir():
+        return None
+    for other in sorted(p for p in parent.iterdir() if p.is_dir() and p != run_dir):
+        try:
+            meta = read_json(other / "RUN.json")
+        except BadInput:
+            continue
+        if meta.get("status") != "complete" or not (other / "retrieval.jsonl").is_file():
+            continue
+        theirs = meta.get("run_settings") or {}
+        if {k: theirs.get(k) for k in same} == same:
+            return other / "retrieval.jsonl"
+    return None
+
+
 def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list[Judgment], dict[str, Any]]:
     """RUN.json, retrievals, judgments and metrics of a finished run (for ``backtest report``)."""
     run_dir = Path(run_dir)
@@ -277,7 +297,7 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
         "system": system, "frozen_path": _rel(frozen_path, ws), "frozen_seal": bundle.frozen.seal,
         "frozen_version": bundle.frozen.version, "n_questions": len(questions),
         "retriever": None, "judge": judge.info().model_dump(mode="json"), "judge_settings": judge.settings(),
-        "settings_sha256": settings_sha, "started_at": started, "valid": None, "leakage": [],
+        "settings_sha256": settings_sha, "run_settings": settings, "started_at": started, "valid": None, "leakage": [],
     }
     write_json(run_json, run)
 
@@ -286,6 +306,9 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
         retrievals = [parse_record(Retrieval, o, f"{retrieval_path}:{n}") for n, o in iter_jsonl(retrieval_path)]
         if [r.question_id for r in retrievals] != [q.question_id for q in questions]:
             raise CheckFailed(f"{retrieval_path}: question ids do not match the frozen set; remove the run folder to redo it")
+    elif (sibling := sibling_retrieval(run_dir, settings)) is not None:
+        atomic_write_bytes(retrieval_path, sibling.read_bytes())
+        retrievals = [parse_record(Retrieval, o, f"{retrieval_path}:{n}") for n, o in iter_jsonl(retrieval_path)]
     else:
         retrievals = retrieve_questions(questions, instance, ws, progress=progress)
         write_retrievals(retrieval_path, retrievals)
