@@ -303,7 +303,7 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
 
 COUNT_KEYS = ("n_read", "n_duplicates", "n_outside_window", "n_other_categories",
               "n_query_mismatch", "n_no_abstract", "n_id_month_dropped", "n_relisted_old_ids")
-INDEX_CHUNK = 100_000  # index rows sorted in memory at once; longer indexes are merged from sorted runs
+INDEX_CHUNK = 25_000  # index rows sorted in memory at once (~4 MB); longer indexes are merged from sorted runs
 
 
 def manifest_text(sealed: dict) -> str:
