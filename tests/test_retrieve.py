@@ -160,6 +160,10 @@ def test_default_out_folder_and_dense_hybrid_records(ep_ws, tmp_path, cli):
         assert rec["retriever"]["params"]["index"] == "flat"
         # For dense, top-1 similarity is the best hit's cosine (embedded alone vs in the corpus batch).
         assert rec["top1_similarity"] == pytest.approx(rec["documents"][0]["score"], abs=1e-4)
+    pipeline._CACHE.clear()
+    code, _, err = cli(["retrieve", frozen, "--out", tmp_path / "d2"], root=ep_ws.root)
+    assert code == 0, err
+    assert (tmp_path / "d2" / "retrieval.jsonl").read_bytes() == path.read_bytes()  # dense reruns are byte-identical
     code, _, err = cli(["retrieve", frozen, "--method", "hybrid", "--k", "5", "--out", tmp_path / "h"], root=ep_ws.root)
     assert code == 0, err
     hybrid = [json.loads(line) for line in (tmp_path / "h" / "retrieval.jsonl").read_text().splitlines()]
