@@ -86,6 +86,12 @@ def run_settings(bundle, instance, judge) -> dict[str, Any]:
     }
 
 
+def judge_spec_of(judge, ws: Workspace) -> str:
+    """How ``get_judge`` finds this judge again: its config path (relative to the root when inside), or its name."""
+    path = getattr(judge, "config_path", None)
+    return _rel(Path(path), ws) if path else judge.name
+
+
 def default_run_id(judge_name: str, settings: dict[str, Any]) -> str:
     """``<judge>-<first 12 hex of sha256(settings)>``."""
     return f"{judge_name}-{sha256_json(settings)[:12]}"
@@ -296,7 +302,8 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
         "instance_id": instance.instance_id, "instance_seal": instance.seal, "cutoff": str(instance.cutoff),
         "system": system, "frozen_path": _rel(frozen_path, ws), "frozen_seal": bundle.frozen.seal,
         "frozen_version": bundle.frozen.version, "n_questions": len(questions),
-        "retriever": None, "judge": judge.info().model_dump(mode="json"), "judge_settings": judge.settings(),
+        "retriever": None, "judge": {**judge.info().model_dump(mode="json"), "spec": judge_spec_of(judge, ws)},
+        "judge_settings": judge.settings(),
         "settings_sha256": settings_sha, "run_settings": settings, "started_at": started, "valid": None, "leakage": [],
     }
     write_json(run_json, run)

@@ -213,6 +213,7 @@ class OfflineJudge:
 
     name = "offline"
     concurrency = 1
+    config_path = None  # set when made from a judges/*.toml config
 
     def __init__(self, settings: OfflineSettings | None = None):
         self.cfg = settings or OfflineSettings()
@@ -345,8 +346,10 @@ class OfflineJudge:
 def _make_offline(config: dict[str, Any], config_path, ws: Workspace | None) -> OfflineJudge:
     fields = {k: v for k, v in config.items() if k not in ("kind", "name", "description")}
     try:
-        return OfflineJudge(OfflineSettings(**fields))
+        judge = OfflineJudge(OfflineSettings(**fields))
     except TypeError as exc:
         from ..errors import BadInput
 
         raise BadInput(f"{config_path}: bad offline judge setting ({exc})") from None
+    judge.config_path = config_path
+    return judge
