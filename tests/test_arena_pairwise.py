@@ -154,3 +154,47 @@ def test_user_contexts_jsonl(tmp_path):
     bad.write_text('{"context": "c", "system": "x", "output": "a"}\n{"context": "c", "system": "x", "output": "b"}\n')
     with pytest.raises(BadInput, match=r"bad.jsonl:2"):
         load_user_contexts(bad)
+
+
+def _q(system, k, text, evidence, cutoff="2025-10-31"):
+    from backtest.records import Question
+
+    return Question(question_id=f"{system}_{k}", question=text, domain="astro", cutoff_date=cutoff,
+                    generated_at=cutoff, generation_system=system, source_evidence_ids=evidence, rank=k, frozen=True)
+
+
+class FakePast:
+    """A past corpus stand-in: ``get(id)`` returns a record with a title and abstract."""
+
+    def __init__(self, papers):
+        from types import SimpleNamespace
+
+        self.papers = {i: SimpleNamespace(title=t, abstract=a) for i, (t, a) in papers.items()}
+
+    def get(self, identifier):
+        return self.papers.get(identifier)
+
+
+def test_neighbourhood_contexts_from_evidence():
+    from backtest.arena.contexts import neighbourhood_contexts
+
+    past = FakePast({
+        "p1": ("Water in WASP-121 b", "JWST transmission spectrum of the ultra-hot Jupiter WASP-121 b shows water."),
+        "p2": ("WASP-121 b revisited", "A second JWST transmission spectrum of the ultra-hot Jupiter WASP-121 b."),
+        "p3": ("Galaxy quenching", "Star formation quenching in massive galaxies at cosmic noon."),
+        "p4": ("Pulsar timing", "Nanohertz gravitational waves from pulsar timing arrays."),
+    })
+    sets = {
+        "x": [_q("x", 1, "Is water real in WASP-121 b?", ["p1"]), _q("x", 2, "What quenches galaxies?", ["p3"])],
+        "y": [_q("y", 1, "Does the WASP-121 b spectrum hold?", ["p2"]), _q("y", 2, "Why do galaxies quench early?", ["p3"])],
+        "z": [_q("z", 1, "Are pulsar timing signals astrophysical?", ["p4"])],
+    }
+    contexts = neighbourhood_contexts(sets, past, threshold=0.3)
+    groups = sorted(sorted(o.question_id for o in c.outputs.values()) for c in contexts)
+    assert groups == [["x_1", "y_1"], ["x_2", "y_2"]]  # shared id p3; near texts p1~p2; z has no neighbour
+    shared = next(c for c in contexts if "x_2" in {o.question_id for o in c.outputs.values()})
+    assert "Galaxy quenching" in shared.text and shared.evidence_ids == ["p3"]
+    again = neighbourhood_contexts(sets, past, threshold=0.3)
+    assert [c.context_id for c in again] == [c.context_id for c in contexts]
+    with pytest.raises(BadInput, match="different cutoffs"):
+        neighbourhood_contexts({"x": sets["x"], "w": [_q("w", 1, "Q?", ["p1"], cutoff="2020-12-31")]}, past)

@@ -30,7 +30,7 @@ from ..fileio import iter_jsonl
 from ..records import Question, Versioned
 from ..seal import sha256_text
 
-DEFAULT_THRESHOLD = 0.3
+DEFAULT_THRESHOLD = 0.15
 MAX_CONTEXT_PAPERS = 6
 MAX_ABSTRACT_CHARS = 600
 

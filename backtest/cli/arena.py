@@ -38,7 +38,7 @@ def _question_sets(paths) -> dict:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--cluster/--no-cluster", default=False, show_default=True,
               help="Resample whole contexts instead of single cases.")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.3, show_default=True,
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.15, show_default=True,
               help="Evidence-text TF-IDF cosine at which two questions are neighbours (shared evidence always is).")
 @click.option("--ridge", type=click.FloatRange(0), default=1e-3, show_default=True, help="Gaussian prior ridge·Σβ² of the BTD fit.")
 @click.option("--rubric", type=click.Choice(["offline", "llm", "none"]), default="offline", show_default=True,
