@@ -227,7 +227,7 @@ def verify_frozen(path: str | Path, ws: Workspace) -> list[str]:
         return [exc.message]
     problems = _file_problems(path, data, frozen)
     try:
-        rel = path.relative_to(ws.root).as_posix()
+        rel = path.relative_to(ws.root.resolve()).as_posix()
     except ValueError:
         return problems + [f"{path}: not inside the workspace {ws.root}; its ledger entry cannot be checked"]
     expected_rel = f"frozen/{frozen.instance_id}/{frozen.system}/v{frozen.version}"
