@@ -25,7 +25,7 @@ from typing import Any
 
 from .corpus.build import BuildOptions, build_corpus, load_manifest, verify_corpus
 from .errors import BacktestError, BadInput
-from .fileio import atomic_write_text, write_json
+from .fileio import atomic_write_text, read_json, write_json
 from .instance import create_instance, load_instance
 from .records import RetrievalSettings, check_safe_name
 from .workspace import Workspace
@@ -143,7 +143,9 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
                 if progress:
                     progress(row)
                 continue
-            row.update(status="scored", frozen=_rel(frozen, ws), run=_rel(run_dir, ws), **rates_of_run(run_dir))
+            run_info = read_json(Path(run_dir) / "RUN.json")
+            row.update(status="scored", frozen=_rel(frozen, ws), run=_rel(run_dir, ws), valid=run_info.get("valid"),
+                       **rates_of_run(run_dir))
             rows.append(row)
             if progress:
                 progress(row)
@@ -188,16 +190,18 @@ def render_markdown(table: dict[str, Any]) -> str:
         + (f", query `{src['query']}`" if src.get("query") else "")
         + f"; past {table['years_before']:g} y before each cutoff, future {table['years_after']:g} y after; "
         f"n = {table['n']} per generator, seed {table['seed']}; retriever {table['retrieval']['method']}, judge {table['judge']}.",
-        f"Rates over all frozen questions with {table['interval']} intervals (k/n).",
+        f"Rates over all frozen questions with {table['interval']} intervals (k/n); "
+        "valid: the run passed the mechanical leakage checks.",
         "",
-        "| generator | cutoff | past / future papers | n | coverage | answered | premise refuted |",
-        "|---|---|---|---|---|---|---|",
+        "| generator | cutoff | past / future papers | n | coverage | answered | premise refuted | valid |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in sorted(table["rows"], key=lambda r: (r["generator"], r["cutoff"])):
         papers = f"{row['n_past']} / {row['n_future']}"
         if row["status"] != "scored":
-            lines.append(f"| {row['generator']} | {row['cutoff']} | {papers} | – | skipped: {row['reason']} | | |")
+            lines.append(f"| {row['generator']} | {row['cutoff']} | {papers} | – | skipped: {row['reason']} | | | |")
             continue
+        valid = {True: "yes", False: "NO (leakage check failed)"}.get(row.get("valid"), "not checked")
         lines.append(f"| {row['generator']} | {row['cutoff']} | {papers} | {row['n']} | "
-                     + " | ".join(format_rate(row[k]) for k in RATE_KEYS) + " |")
+                     + " | ".join(format_rate(row[k]) for k in RATE_KEYS) + f" | {valid} |")
     return "\n".join(lines) + "\n"

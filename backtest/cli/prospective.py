@@ -123,13 +123,14 @@ def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
 @click.option("--n", type=click.IntRange(1), default=50, show_default=True, help="Questions per generator and cutoff.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense", show_default=True)
+@click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True, help="Future documents shown to the judge per question.")
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config; default: the offline judge.")
 @click.option("--id", "stress_id", default="stress", show_default=True, help="Prefix of the corpora and instances built.")
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for STRESS.md and STRESS.json (default: results/stress/<id>/).")
 @json_option
 @click.pass_context
 def stress_cmd(ctx, generators, cutoffs, source, inputs, categories, query, years_before, years_after, n, seed,
-               retriever, judge_config, stress_id, out, as_json):
+               retriever, k, judge_config, stress_id, out, as_json):
     """Run the same generators at several cutoffs (each a full instance), freeze, score, and tabulate the rates."""
     from ..prospective import parse_dates
     from ..stress import StressOptions, run_stress
@@ -140,7 +141,7 @@ def stress_cmd(ctx, generators, cutoffs, source, inputs, categories, query, year
     opts = StressOptions(
         generators=list(generators), cutoffs=parse_dates(cutoffs, "--cutoffs"), source=source, inputs=list(inputs),
         categories=_split(categories), query=query, years_before=years_before, years_after=years_after, n=n,
-        seed=seed, retrieval=RetrievalSettings(method=retriever), judge_config=judge_config, stress_id=stress_id, out=out,
+        seed=seed, retrieval=RetrievalSettings(method=retriever, k=k), judge_config=judge_config, stress_id=stress_id, out=out,
     )
     table = run_stress(opts, ws)
     if as_json:
