@@ -147,7 +147,7 @@ def render_markdown(run: dict[str, Any], questions, retrievals, judgments, metri
     retr = run.get("retriever") or {}
     lines += [f"- frozen set: `{run.get('frozen_path')}` (seal `{str(run.get('frozen_seal'))[:16]}…`)",
               f"- cutoff: {run.get('cutoff')}; questions: {len(questions)}",
-              f"- retriever: {retr.get('method', '?')} (k={retr.get('k', judgments and len(retrievals[0].documents) if retrievals else '?')})",
+              f"- retriever: {retr.get('method', '?')} (k={retr.get('k', '?')})",
               f"- judge: {judge.get('name')} (model {judge.get('model')}, protocol {judge.get('protocol')}, "
               f"prompt `{str(judge.get('prompt_sha256'))[:12]}…`, config `{str(judge.get('config_sha256'))[:12]}…`)",
               f"- valid (leakage checks): {run.get('valid')}", ""]

@@ -319,7 +319,8 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
     else:
         retrievals = retrieve_questions(questions, instance, ws, progress=progress)
         write_retrievals(retrieval_path, retrievals)
-    run["retriever"] = retrievals[0].retriever if retrievals else instance.retrieval.model_dump(mode="json")
+    run["retriever"] = ({**retrievals[0].retriever, "k": retrievals[0].k} if retrievals
+                        else instance.retrieval.model_dump(mode="json"))
 
     judgments, judged_now = judge_all(judge, questions, retrievals, run_dir, progress=progress, on_judged=on_judged)
     valid, leakage = leakage_hook(run_dir, ws)
