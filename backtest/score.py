@@ -143,6 +143,8 @@ def judge_all(judge, questions: Sequence[Question], retrievals: Sequence[Retriev
         rows = [parse_record(Judgment, obj, f"{final}:{n}") for n, obj in iter_jsonl(final)]
         if [j.question_id for j in rows] != qids:
             raise CheckFailed(f"{final}: its question ids do not match the frozen set's order")
+        with contextlib.suppress(FileNotFoundError):  # killed between the rename and the unlink
+            (run_dir / PARTIAL).unlink()
         return rows, 0
     partial = run_dir / PARTIAL
     done = recover_partial(partial, qids)
