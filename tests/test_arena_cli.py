@@ -65,3 +65,36 @@ def test_arena_bad_input(cli, tmp_path):
     assert code == 2 and "no context holds outputs of two systems" in err
     code, _, err = cli(["arena", "--contexts", path, "--judge", "nope"], root=tmp_path)
     assert code == 2
+
+
+@pytest.mark.slow
+def test_arena_on_generated_sets_with_past_evidence(cli, astro_ep_ws, tmp_path):
+    """Generators on the small real instance, then the arena with evidence text from its past corpus."""
+    from backtest.generators import get_generator
+
+    def importable(name):
+        try:
+            get_generator(name)
+        except Exception:  # not written yet, or needs options: leave it out
+            return False
+        return True
+
+    wanted = [g for g in ("random_claims", "review_future_work", "citation_leaders") if importable(g)][:2]
+    if len(wanted) < 2:
+        pytest.skip("fewer than two offline generators are available")
+    dirs = []
+    for name in wanted:
+        out = tmp_path / "subs" / name
+        code, _, err = cli(["generate", name, "--instance", "astro-2025-ep", "--n", "30", "--out", out], root=astro_ep_ws.root)
+        assert code == 0, err
+        dirs.append(out)
+    code, out, err = cli(["arena", *dirs, "--instance", "astro-2025-ep", "--bootstrap", "1000", "--out", tmp_path / "run"],
+                         root=astro_ep_ws.root)
+    assert code == 0, err
+    data = read_json(tmp_path / "run" / "arena.json")
+    assert data["n_contexts"] >= 3 and len(data["leaderboard"]) == len(wanted)
+    contexts = [json.loads(line) for line in (tmp_path / "run" / "contexts.jsonl").read_text().splitlines()]
+    assert all("Past literature" in c["text"] and c["evidence_ids"] for c in contexts)
+    assert any(" — " in c["text"] for c in contexts)  # evidence titles and abstracts came from the past corpus
+    code, _, err = cli(["arena", *dirs, "--instance", "astro-2025-ep", "--bootstrap", "0"], root=tmp_path)
+    assert code == 2 and "unknown instance" in err

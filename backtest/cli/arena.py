@@ -68,12 +68,19 @@ def arena(ctx, sets, instance_id, contexts_file, judge, fold, n_boot, seed, clus
     if contexts_file:
         contexts = load_user_contexts(contexts_file)
     else:
+        from ..arena.contexts import cutoff_of
+
+        question_sets = _question_sets(sets)
         past = None
         if instance_id:
             from ..instance import load_instance, open_past_corpus
 
-            past = open_past_corpus(load_instance(instance_id, ws), ws)
-        contexts = neighbourhood_contexts(_question_sets(sets), past, threshold=threshold)
+            instance = load_instance(instance_id, ws)
+            cutoff = cutoff_of(question_sets)
+            if cutoff is not None and cutoff != instance.cutoff:
+                raise BadInput(f"the question sets' cutoff {cutoff} is not instance {instance_id}'s cutoff {instance.cutoff}")
+            past = open_past_corpus(instance, ws)
+        contexts = neighbourhood_contexts(question_sets, past, threshold=threshold)
     multi = [c for c in contexts if len(c.outputs) >= 2]
     if not multi:
         raise BadInput("no context holds outputs of two systems: nothing to compare (try a lower --threshold)")
