@@ -45,6 +45,9 @@ def load_model(name: str = DEFAULT_MODEL):
     """Load (once per process) a sentence-transformers model on the CPU, offline."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # A refused command must print one error line, not a weights-loading progress bar above it.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
