@@ -118,6 +118,7 @@ def neighbourhood_contexts(
     cutoff date (the same instance). Returns contexts with at least ``min_systems``
     systems, ordered by decreasing neighbourhood similarity.
     """
+    from scipy.sparse import csr_matrix
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     systems = sorted(question_sets)
@@ -139,10 +140,11 @@ def neighbourhood_contexts(
     vectors = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform(texts)
     sim = (vectors @ vectors.T).toarray()
     owner = np.array([systems.index(s) for s, _ in items])
-    for a in range(len(items)):
-        for b in range(a + 1, len(items)):
-            if owner[a] != owner[b] and evid[a] & evid[b]:
-                sim[a, b] = sim[b, a] = 1.0
+    ids = sorted(set().union(*evid))
+    col = {i: k for k, i in enumerate(ids)}
+    rows = [r for r, e in enumerate(evid) for _ in e]
+    incidence = csr_matrix((np.ones(len(rows)), (rows, [col[i] for e in evid for i in e])), shape=(len(items), len(ids)))
+    sim[(incidence @ incidence.T).toarray() > 0] = 1.0  # shared evidence id: same neighbourhood
     sim[owner[:, None] == owner[None, :]] = -1.0  # never pair a system with itself
     best = sim.max(axis=1)
     anchors = sorted(range(len(items)), key=lambda k: (-round(float(best[k]), 12), items[k][1].rank, items[k][0], items[k][1].question_id))
