@@ -11,6 +11,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
@@ -95,3 +96,35 @@ def test_llm_rubric(stub_config):
     assert one.distinctness is None and one.q_set == 4.0  # (b + u) / 2
     many = rubric.score_set(list(ctx.outputs.values()))
     assert many.q_set == 4.0 and many.size == 3
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+def test_arena_and_llm_rule_with_the_real_local_server(llm_server, cli, tmp_path, monkeypatch):
+    """Plumbing against llama.cpp + Gemma 3 270M: the verdicts' quality does not matter, their form does."""
+    from backtest.equivalence import get_rule
+
+    from .llm_server import LLM_MODEL
+
+    import backtest.equivalence_llm  # noqa: F401
+
+    monkeypatch.setenv("BACKTEST_HOME", str(tmp_path))
+    config = tmp_path / "local.toml"
+    config.write_text(f'kind = "llm"\nbase_url = "{llm_server}"\nmodel = "{LLM_MODEL}"\nmax_tokens = 120\n')
+    rows = []
+    for k in range(2):
+        for system, text in (("x", f"Does WASP-{k + 10} b have water vapour?"), ("y", f"Why are hot Jupiters inflated {k}?"),
+                             ("z", f"What limits transit timing precision {k}?")):
+            rows.append({"context": f"Exoplanet atmospheres, case {k}", "system": system, "output": text})
+    path = tmp_path / "ctx.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = cli(["arena", "--contexts", path, "--judge", config, "--bootstrap", "200", "--rubric", "none",
+                          "--out", tmp_path / "run", "--json"], root=tmp_path)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["n_cases"] == 6 and data["n_judgments"] == 12 and data["judge"]["model"] == LLM_MODEL
+    cases = [json.loads(line) for line in (tmp_path / "run" / "cases.jsonl").read_text().splitlines()]
+    assert all(c["verdict_ab"] in ("A>>B", "A>B", "A=B", "B>A", "B>>A") for c in cases)
+    rule = get_rule("llm", config=config, prefilter=0)
+    sims = rule.similarity_matrix([r["output"] for r in rows[:3]])
+    assert sims.shape == (3, 3) and set(np.unique(sims)) <= {0.0, 1 / 3, 2 / 3, 1.0}
