@@ -115,8 +115,7 @@ def top_k(scores: np.ndarray, k: int, positive_only: bool = False) -> list[Hit]:
     if n == 0 or k <= 0:
         return []
     k = min(k, n)
-    part = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-    threshold = scores[part].min()
+    threshold = scores[np.argpartition(scores, n - k)[n - k:]].min() if k < n else scores.min()
     candidates = np.flatnonzero(scores >= threshold)  # every row tied at the threshold, in row order
     order = np.lexsort((candidates, -scores[candidates]))[:k]
     rows = candidates[order]
