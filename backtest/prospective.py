@@ -718,7 +718,8 @@ def grade(folder: str | Path, as_of: dt.date, ws: Workspace, provisional: bool =
         _copy_tree(run_dir, dest)
         write_json(dest / "GRADE_NOTE.json", {**note, "system": system.system, "run": str(run_dir)})
         rows.append({"system": system.system, "graded_run": (dest.relative_to(folder)).as_posix(),
-                     "run": str(run_dir), "frozen": str(frozen), **rates_of_run(run_dir)})
+                     "run": str(run_dir), "frozen": str(frozen), "valid": read_json(run_dir / "RUN.json").get("valid"),
+                     **rates_of_run(run_dir)})
     future_manifest = load_manifest(future_id, ws)
     summary = {**note, "schema_version": "1", "future_corpus": {"corpus_id": future_id, "seal": future_manifest.seal,
                "n_records": future_manifest.n_records}, "graded_instance": {"instance_id": graded_id, "seal": graded.seal},
@@ -751,11 +752,13 @@ def render_grade(summary: dict[str, Any]) -> str:
         f"retriever {summary['retrieval']['method']} ({summary['retrieval']['model']}, k={summary['retrieval']['k']}); "
         f"judge {summary['judge']['name']}.",
         "",
-        "| system | n | coverage | answered | premise refuted |",
-        "|---|---|---|---|---|",
+        "| system | n | coverage | answered | premise refuted | valid |",
+        "|---|---|---|---|---|---|",
     ]
     for row in summary["systems"]:
-        lines.append(f"| {row['system']} | {row['n']} | " + " | ".join(format_rate(row[k]) for k in ("coverage", "answered", "refuted")) + " |")
+        valid = {True: "yes", False: "NO (leakage check failed)"}.get(row.get("valid"), "not checked")
+        lines.append(f"| {row['system']} | {row['n']} | "
+                     + " | ".join(format_rate(row[k]) for k in ("coverage", "answered", "refuted")) + f" | {valid} |")
     if summary["provisional"]:
         lines += ["", f"PROVISIONAL: only {summary['window_fraction']:.1%} of the future window has passed; "
                       "these rates will change and are not the committed grade."]

@@ -55,7 +55,7 @@ def make_submission(folder: Path, ws, n: int = 4, system: str = "hand_ep") -> Pa
 def commit_args(ws, subs, cid="prosp-ep", extra=()):
     return ["prospective", "commit", cid, "--cutoff", CUTOFF, "--window", WINDOW, "--schedule", SCHEDULE,
             *[a for s in subs for a in ("--submissions", s)], "--source", "arxiv-daily", "--input", DAILY,
-            "--categories", "astro-ph.EP", "--past", "astro-2025-ep-past", "--retriever", "bm25", *extra]
+            "--categories", "astro-ph.EP", "--past", "astro-2025-ep-past", "--retriever", "bm25", "--k", "4", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_commit_writes_a_sealed_verifiable_commitment(committed, cli):
     assert commitment.schedule == [dt.date(2026, 1, 1), dt.date(2026, 7, 1)]
     decl = commitment.future_declaration
     assert decl["source"] == "arxiv-daily" and decl["categories"] == ["astro-ph.EP"] and decl["inputs"] == [str(DAILY)]
-    assert commitment.retrieval.method == "bm25" and commitment.judge.name == "offline"
+    assert commitment.retrieval.method == "bm25" and commitment.retrieval.k == 4 and commitment.judge.name == "offline"
     assert [s.system for s in commitment.systems] == ["hand_ep"]
     listed = [line.split("  ", 1)[1] for line in (folder / "SHA256SUMS").read_text().splitlines()]
     assert listed == sorted(listed)
@@ -186,7 +186,7 @@ def test_grade_end_to_end_with_the_offline_judge(committed, cli, tmp_path):
     summary = json.loads(out)
     assert summary["provisional"] is False and summary["window_fraction"] == 1.0 and summary["scheduled"] == "2026-07-01"
     row = summary["systems"][0]
-    assert row["system"] == "hand_ep" and row["n"] == 4
+    assert row["system"] == "hand_ep" and row["n"] == 4 and row["valid"] is True
     run = folder / row["graded_run"]
     judgments = [json.loads(line) for line in (run / "judgments.jsonl").read_text().splitlines()]
     assert len(judgments) == 4 and all(j["judge"]["name"].startswith("offline") for j in judgments)
