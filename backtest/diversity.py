@@ -22,8 +22,9 @@ a known intent, and report each rule's same-rate per variant type:
   list (exoplanet → extrasolar planet, JWST → James Webb Space Telescope,
   TRAPPIST-1 → 2MASS J23062928-0502285, robust → reliable, ...);
 * ``object_swap`` (meaning changed): the specific object replaced — a catalogued
-  designation by another one, a molecule by another, or a quoted paper title by
-  another question's quoted title;
+  designation by another one, a molecule by another, a quoted paper title by
+  another question's quoted title, or else a class of object by another
+  (white dwarf → neutron star, hot Jupiter → sub-Neptune, galaxy → star cluster, ...);
 * ``method_swap`` (meaning changed): the method or instrument replaced
   (transmission spectroscopy → direct imaging, simulations → observations,
   reanalysis → new observations, JWST → ALMA, ...).
@@ -167,9 +168,19 @@ _METHODS = [
     (r"\bmodeling assumptions\b", "laboratory calibrations"), (r"\bdatasets\b", "numerical experiments"),
     (r"\bmodels?\b", "laboratory experiments"), (r"\bmachine learning\b", "Bayesian model comparison"),
 ]
+_OBJECT_CLASSES = [
+    (r"\bwhite dwarfs?\b", "neutron star"), (r"\bneutron stars?\b", "white dwarf"), (r"\bblack holes?\b", "neutron star"),
+    (r"\bbrown dwarfs?\b", "red giant"), (r"\bprotoplanetary dis[ck]s?\b", "debris disk"),
+    (r"\bdebris dis[ck]s?\b", "protoplanetary disk"), (r"\bglobular clusters?\b", "galaxy cluster"),
+    (r"\bgalaxy clusters?\b", "globular cluster"), (r"\bsupernova(?:e|s)?\b", "tidal disruption event"),
+    (r"\bquasars?\b", "blazar"), (r"\bAGNs?\b", "starburst galaxy"), (r"\bmagnetars?\b", "millisecond pulsar"),
+    (r"\bpulsars?\b", "magnetar"), (r"\bhot Jupiters?\b", "sub-Neptune"), (r"\bsub-Neptunes?\b", "hot Jupiter"),
+    (r"\bsuper-Earths?\b", "hot Jupiter"), (r"\bM dwarfs?\b", "A star"), (r"\bthe Sun\b", "Betelgeuse"),
+    (r"\bMilky Way\b", "Andromeda galaxy"), (r"\bdwarf galax(?:y|ies)\b", "giant elliptical galaxy"),
+    (r"\bexoplanets?\b", "binary star"), (r"\bgalax(?:y|ies)\b", "star cluster"), (r"\bstars?\b", "planet"),
+]
 _MOLECULES = ["H2O", "CO2", "CH4", "NH3", "CO", "HCN", "SO2", "TiO"]
 _OBJECT_POOL = ["WASP-39 b", "HD 189733 b", "55 Cnc e", "LHS 3844 b", "TOI-270 d", "KELT-9 b", "GJ 436 b", "WASP-107 b"]
-_BOUNDARY = re.compile(r"\\b")
 _QUOTED = re.compile(r"[\"“]([^\"”]{12,})[\"”]")
 
 
@@ -185,9 +196,9 @@ class Variant:
 
 def _first_rewrite(text: str, table: list[tuple[str, str]]) -> tuple[str, str] | None:
     for pattern, repl in table:
-        new, k = re.subn(pattern, repl, text, count=1)
-        if k and new != text:
-            return new, f"{_BOUNDARY.sub('', pattern)} → {repl}"
+        match = re.search(pattern, text)
+        if match and match.group(0) != repl:
+            return text[: match.start()] + repl + text[match.end():], f"{match.group(0)} → {repl}"
     return None
 
 
@@ -237,7 +248,7 @@ def _swap_object(text: str, k: int, titles: list[str], objects: list[str]) -> tu
         new = _pick(titles, {match.group(1)}, f"{k}:title")
         if new:
             return text.replace(match.group(1), new, 1), "quoted paper title swapped"
-    return None
+    return _first_rewrite(text, _OBJECT_CLASSES)
 
 
 def perturbation_audit(texts: Sequence[str], rules: Sequence[EquivalenceRule], max_questions: int | None = None,
