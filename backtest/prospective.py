@@ -38,6 +38,7 @@ from .errors import BadInput, CheckFailed
 from .fileio import atomic_write_bytes, atomic_write_text, read_json, write_json
 from .instance import create_instance, load_instance
 from .records import (
+    SAFE_NAME,
     FrozenSet,
     Instance,
     JudgeSettings,
@@ -633,10 +634,11 @@ def freeze_or_reuse(submission_dir: Path, instance_id: str, ws: Workspace) -> Pa
     questions, metadata = submission_dir / "questions.jsonl", submission_dir / "metadata.json"
     if not questions.is_file() or not metadata.is_file():
         raise BadInput(f"{submission_dir}: a submission needs questions.jsonl and metadata.json")
-    system = read_json(metadata).get("system_name") if isinstance(read_json(metadata), dict) else None
+    meta = read_json(metadata)
+    system = meta.get("system_name") if isinstance(meta, dict) else None
     wanted = sha256_file(questions)
     folder = ws.frozen / instance_id / str(system)
-    if system and folder.is_dir():
+    if isinstance(system, str) and SAFE_NAME.match(system) and ".." not in system and folder.is_dir():
         for candidate in sorted(folder.iterdir(), reverse=True):
             if not (candidate / "FROZEN.json").is_file():
                 continue
@@ -722,7 +724,8 @@ def grade(folder: str | Path, as_of: dt.date, ws: Workspace, provisional: bool =
                      **rates_of_run(run_dir)})
     future_manifest = load_manifest(future_id, ws)
     summary = {**note, "schema_version": "1", "future_corpus": {"corpus_id": future_id, "seal": future_manifest.seal,
-               "n_records": future_manifest.n_records}, "graded_instance": {"instance_id": graded_id, "seal": graded.seal},
+               "n_records": future_manifest.n_records, "window": future_manifest.window.model_dump(mode="json"),
+               "inputs": future_manifest.source.get("inputs")}, "graded_instance": {"instance_id": graded_id, "seal": graded.seal},
                "judge": instance.judge.model_dump(mode="json"), "retrieval": instance.retrieval.model_dump(mode="json"),
                "systems": rows}
     atomic_write_text(out / "GRADE.md", render_grade(summary))
