@@ -157,7 +157,7 @@ PROPERTIES = {
     "column density": ["column density"], "optical depth": ["optical depth"], "electron density": ["electron density", "plasma density"],
     "total electron content": ["total electron content", "TEC"], "geomagnetic index": ["Dst", "Kp", "AE index", "SYM-H"],
     "precipitation": ["precipitation", "rainfall"], "sea surface temperature": ["sea surface temperature", "SST"],
-    "aerosol optical depth": ["aerosol optical depth", "AOD"], "cloud cover": ["cloud cover", "cloud fraction", "clouds"],
+    "aerosol optical depth": ["aerosol optical depth", "AOD"], "cloud cover": ["cloud cover", "cloud fraction"], "cloud properties": ["clouds"],
     "haze": ["haze", "hazes"], "water content": ["water content", "water mass fraction"], "black hole mass": ["black hole mass"],
     "initial mass function": ["initial mass function", "IMF"], "dark matter fraction": ["dark matter fraction"],
     "stellar mass": ["stellar mass", "stellar masses"], "size": ["size", "sizes"], "flux": ["flux", "fluxes"],
@@ -169,7 +169,8 @@ PROPERTIES = {
 SYSTEMATICS = {
     "stellar contamination": ["stellar contamination", "unocculted", "starspot", "starspots", "stellar activity", "faculae"],
     "instrument systematics": ["instrumental systematics", "instrument systematics", "detector systematics", "systematics"],
-    "retrieval assumptions": ["retrieval assumptions", "model assumptions", "modelling assumptions", "modeling assumptions", "prior", "priors"],
+    "retrieval assumptions": ["retrieval assumptions"], "model assumptions": ["model assumptions", "modelling assumptions", "modeling assumptions"],
+    "prior choices": ["prior", "priors"],
     "calibration": ["calibration", "flux calibration"], "degeneracies": ["degeneracy", "degeneracies", "degenerate"],
     "selection effects": ["selection effect", "selection effects", "selection bias", "Malmquist"],
     "dust extinction": ["extinction", "dust attenuation"], "contamination": ["contamination", "contaminated", "blending", "blended"],
@@ -468,7 +469,7 @@ def claim_clause(sentence: str, max_chars: int = 220) -> str:
 
 # --------------------------------------------------------------------------- whole corpus, cached
 
-EXTRACT_VERSION = "1"
+EXTRACT_VERSION = "2"
 
 
 def analyse_corpus(past, progress: bool = False) -> list[PaperClaims]:
