@@ -12,7 +12,7 @@ agree in polarity (both favour the same system, or both say ≈). Folding:
 * ``average`` (default): every case enters the fit with its averaged share.
   A judge that always prefers position A yields 0.75 and 0.25, i.e. exactly ½.
 * ``strict``: only consistent (order-stable) cases enter the fit; the
-  order-sensitive ones are reported separately (see :mod:`backtest.arena.leaderboard`
+  order-sensitive ones are reported separately (see :func:`backtest.arena.run.sensitivity`
   for the sensitivity refits).
 
 Registry (:func:`get_pairwise_judge`): ``offline`` (deterministic rubric-feature
