@@ -105,3 +105,26 @@ def copy_ws(tmp_path):
 
 # The real local LLM server (llama-server + Gemma 3 270M), shared by every test that needs one.
 from tests.llm_server import LLM_MODEL, llm_server  # noqa: E402,F401
+
+
+def build_space(ws: Workspace) -> str:
+    """Build the space-2016 instance (physics.space-ph/ao-ph/geo-ph/plasm-ph, cutoff 2016-12-31) into ``ws``."""
+    inputs = [ARCHIVE / f"physics.{c}.tsv.xz" for c in ("space-ph", "ao-ph", "geo-ph")]
+    cats = ["physics.space-ph", "physics.ao-ph", "physics.geo-ph", "physics.plasm-ph"]
+    past = build_corpus(BuildOptions("arxiv-archive", inputs, "space-2016-past", "past", start=dt.date(2010, 1, 1),
+                                     end=dt.date(2016, 12, 31), categories=cats), ws)
+    future = build_corpus(BuildOptions("arxiv-archive", inputs, "space-2016-future", "future", start=dt.date(2017, 1, 1),
+                                       end=dt.date(2019, 12, 31), categories=cats), ws)
+    create_instance("space-2016", dt.date(2016, 12, 31), past.corpus_id, future.corpus_id, ws,
+                    domain="space, atmospheric, geo- and plasma physics (arXiv physics.space-ph, ao-ph, geo-ph, plasm-ph)")
+    return "space-2016"
+
+
+@pytest.fixture(scope="session")
+def space_ws(tmp_path_factory) -> Workspace:
+    """A workspace with the space-2016 instance built from ../shared/corpora/arxiv-archive-2020 (read-only for tests)."""
+    if not (ARCHIVE / "physics.space-ph.tsv.xz").is_file():
+        pytest.skip(f"arXiv archive TSVs not found at {ARCHIVE}")
+    ws = Workspace(tmp_path_factory.mktemp("space"))
+    build_space(ws)
+    return ws

@@ -42,8 +42,8 @@ def run_generator(name: str, instance_id: str, ws: Workspace, n: int = 125, seed
     from ..instance import load_instance, open_past_corpus
 
     options = dict(options or {})
-    instance = load_instance(instance_id, ws)
     generator = get_generator(name)
+    instance = load_instance(instance_id, ws)
     past = open_past_corpus(instance, ws)
     ctx = GenerationContext(instance=instance, past=past, n=n, seed=seed, options=options, cache_dir=ws.cache / "generators")
     result = generator.generate(ctx)

@@ -188,7 +188,7 @@ def _independent_instruments(a: str, b: str) -> bool:
     return FACILITY.get(a, a) != FACILITY.get(b, b)
 
 
-def classify(a: Claim, b: Claim, pa: PaperClaims, pb: PaperClaims, topic: str) -> tuple[str, str, dict] | None:
+def classify(a: Claim, b: Claim, pa: PaperClaims, pb: PaperClaims, topic: str, subject: str = "") -> tuple[str, str, dict] | None:
     """The tension type of claim ``a`` (earlier paper) vs claim ``b`` (later paper), or None."""
     if topic != GENERIC_TOPIC:
         numeric = _numeric_conflict(a, b, topic)
@@ -206,7 +206,7 @@ def classify(a: Claim, b: Claim, pa: PaperClaims, pb: PaperClaims, topic: str) -
     inst_a = a.detected.instruments or pa.detected.instruments
     inst_b = [i for i in (b.detected.instruments or pb.detected.instruments)
               if all(_independent_instruments(i, x) for x in inst_a)]
-    if a.result and len(inst_a) == 1:
+    if a.result and len(inst_a) == 1 and inst_a[0] != subject:
         return "single_dataset_conclusion", "single_dataset", {"instrument_a": inst_a[0],
                                                               "instrument_b": inst_b[0] if inst_b else None}
     return None
@@ -244,7 +244,7 @@ def find_tensions(papers: list[PaperClaims], cutoff: dt.date) -> list[Tension]:
                 pa, pb = by_id[a.paper_id], by_id[b.paper_id]
                 if a.paper_id == b.paper_id or pa.record.published > pb.record.published:
                     continue
-                typed = classify(a, b, pa, pb, topic)
+                typed = classify(a, b, pa, pb, topic, subject)
                 if not typed:
                     continue
                 kind, evidence, detail = typed
@@ -267,8 +267,15 @@ using used based find found show shows shown results result observations observe
 model models suggest suggests within between however while these those their which also first new large small high
 low higher lower than more most both each other such about into over under only well much many several find
 consistent constraints constrain derived measured measure estimate estimated present presented paper work provide
+conclude concluded uncertainty uncertainties detection detections observation function functions region regions
 reveal reveals indicate indicates evidence significant significantly sample samples compared compare times time
 """.split())
+
+
+_NOUNLIKE = re.compile(
+    r"(?:ion|ions|ity|ance|ence|ure|ism|ment|ness|ics|sphere|tail|wave|waves|field|fields|rate|ratio|mass|flux|disk|disc|"
+    r"wind|winds|shock|shocks|jet|jets|cloud|clouds|dust|gas|halo|halos|bar|ring|rings|spectrum|spectra|outflow|outflows|"
+    r"structure|population|populations|variability|layer|layers|core|cores|envelope|profile|profiles|signal|signals)$")
 
 
 def _content_words(text: str, stop: frozenset[str]) -> list[str]:
@@ -277,14 +284,17 @@ def _content_words(text: str, stop: frozenset[str]) -> list[str]:
 
 def shared_phrase(a: Claim, b: Claim, subject: str, word_df: dict[str, int], stop: frozenset[str]) -> str | None:
     """The most specific wording two claims share: a common content bigram, else the rarest common word."""
+    from .extract import MOLECULES
+
     skip = {w.lower() for w in _WORD.findall(subject)}
+    skip |= {w.lower() for alias in MOLECULES.get(subject, ()) for w in _WORD.findall(alias)}
     wa, wb = _content_words(a.text, stop), _content_words(b.text, stop)
     bigrams = {f"{x} {y}" for x, y in zip(wa, wa[1:])} & {f"{x} {y}" for x, y in zip(wb, wb[1:])}
     bigrams = {g for g in bigrams if not (set(g.split()) & skip)}
     if bigrams:
         return min(bigrams, key=lambda g: (sum(word_df.get(w, 0) for w in g.split()), g))
     common = (set(wa) & set(wb)) - skip
-    common = {w for w in common if word_df.get(w, 0) >= 2}
+    common = {w for w in common if word_df.get(w, 0) >= 2 and _NOUNLIKE.search(w)}
     return min(common, key=lambda w: (word_df.get(w, 0), w)) if common else None
 
 
@@ -320,7 +330,7 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "Which of the differing {topic} results for {subject} do further observations support?",
     ),
     "methodological_challenge": (
-        "Does the inferred {topic} of {subject} change beyond its quoted uncertainty when {issue} is treated differently?",
+        "Does the inferred {topic} of {subject} change beyond its quoted uncertainty when {issue} {is_are} treated differently?",
         "How strongly do conclusions about the {topic} of {subject} depend on the handling of {issue}?",
         "Do analyses of {subject} that model {issue} in different ways arrive at the same {topic}?",
         "Is the {topic} derived for {subject} stable against alternative treatments of {issue}?",
@@ -341,7 +351,7 @@ GENERIC_TOPIC_PHRASE = {"object": "main result", "molecule": "abundance", "instr
 
 
 def _subject_phrase(t: Tension) -> str:
-    return {"object": t.subject, "molecule": f"{t.subject} in the systems studied",
+    return {"object": t.subject, "molecule": t.subject,
             "instrument": f"{t.subject} measurements", "method": f"{t.subject} results"}[t.subject_kind]
 
 
@@ -352,7 +362,9 @@ def realise(t: Tension, rng: random.Random) -> str:
         options = tuple(o for o in options if "{instrument_b}" not in o)
     template = options[rng.randrange(len(options))]
     topic = t.topic if t.topic != GENERIC_TOPIC else (t.detail.get("phrase") or GENERIC_TOPIC_PHRASE[t.subject_kind])
-    return template.format(topic=topic, subject=_subject_phrase(t), issue=t.detail.get("issue", "systematics"),
+    issue = t.detail.get("issue", "systematics")
+    return template.format(topic=topic, subject=_subject_phrase(t), issue=issue,
+                           is_are="are" if issue.endswith(("s", "ies")) else "is",
                            instrument_a=t.detail.get("instrument_a", ""), instrument_b=t.detail.get("instrument_b", ""))
 
 

@@ -431,7 +431,7 @@ def main_claim(paper: PaperClaims) -> str | None:
 _LEAD_IN = re.compile(
     r"^(?:(?:here|in this (?:paper|work|study|letter)|finally|moreover|furthermore|in addition|additionally|overall|thus|"
     r"therefore|consequently|importantly|notably|together|taken together|as a result|specifically|in particular|crucially|"
-    r"using [^,]{3,80}),\s*)*(?:we\s+(?:also\s+|further\s+)?(?:find|found|show|showed|demonstrate|confirm|report|conclude|infer|"
+    r"using [^,]{3,80})\s*,?\s+)*(?:we\s+(?:also\s+|further\s+)?(?:find|found|show|showed|demonstrate|confirm|report|conclude|infer|"
     r"argue|suggest|reveal|determine|establish|identify)\s+(?:that\s+)?|our (?:results?|analysis|findings|observations|data)\s+"
     r"(?:show|shows|indicate|indicates|suggest|suggests|reveal|reveals|imply|implies|demonstrate|demonstrates)\s+(?:that\s+)?"
     r"|(?:these|the) (?:results?|findings|observations|data) (?:show|indicate|suggest|reveal|imply|demonstrate)\s+(?:that\s+)?)",
