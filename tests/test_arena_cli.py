@@ -85,10 +85,11 @@ def test_arena_on_generated_sets_with_past_evidence(cli, astro_ep_ws, tmp_path):
     dirs = []
     for name in wanted:
         out = tmp_path / "subs" / name
-        code, _, err = cli(["generate", name, "--instance", "astro-2025-ep", "--n", "30", "--out", out], root=astro_ep_ws.root)
+        code, _, err = cli(["generate", name, "--instance", "astro-2025-ep", "--n", "40", "--out", out], root=astro_ep_ws.root)
         assert code == 0, err
         dirs.append(out)
-    code, out, err = cli(["arena", *dirs, "--instance", "astro-2025-ep", "--bootstrap", "1000", "--out", tmp_path / "run"],
+    code, out, err = cli(["arena", *dirs, "--instance", "astro-2025-ep", "--bootstrap", "1000", "--threshold", "0.1",
+                          "--out", tmp_path / "run"],
                          root=astro_ep_ws.root)
     assert code == 0, err
     data = read_json(tmp_path / "run" / "arena.json")
