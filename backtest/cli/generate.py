@@ -45,4 +45,4 @@ def generate(ctx, name, instance_id, n, seed, out, generated_at, verbalizer, llm
     else:
         click.echo(f"{summary['system_name']}: wrote {summary['n_questions']} questions to {summary['out']}")
         if summary["n_questions"] < n:
-            click.echo(f"note: asked for {n}, the past corpus supported {summary['n_questions']}", err=True)
+            click.echo(f"note: asked for {n}, {name} produced {summary['n_questions']} usable distinct questions", err=True)

@@ -51,7 +51,7 @@ def run_generator(name: str, instance_id: str, ws: Workspace, n: int = 125, seed
     if callable(system_name):
         system_name = system_name(ctx)
     stamp = resolve_generated_at(generated_at, instance.cutoff)
-    meaning = GENERATED_AT_MEANING if generated_at is None else (
+    meaning = (result.generated_at_meaning or GENERATED_AT_MEANING) if generated_at is None else (
         "wall-clock UTC time of the run" if generated_at == "now" else "a time given by the user (--generated-at)")
     questions, metadata = build_submission(result, ctx, system_name, stamp, meaning)
     out_dir = Path(out) if out else ws.root / "submissions" / instance.instance_id / system_name

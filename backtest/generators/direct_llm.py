@@ -134,5 +134,8 @@ class DirectLLM:
                          f"domain and cutoff only (no corpus evidence); the {EVIDENCE_K} nearest past papers "
                          "(dense MiniLM retrieval over the past corpus) were attached as evidence afterwards."),
             llm_components=[component(settings, ctx.options, "question generation")],
+            generated_at_meaning=("as-of date: the cutoff day, the date the model was asked to answer as of; the model's "
+                                  "own training cutoff is declared in llm_components. Answers are cached, so reruns "
+                                  "against the same endpoint and model are byte-identical."),
             notes={"llm_calls": calls, "distinct_questions": len(questions), "llm_stats": client.stats.as_dict()},
         )

@@ -78,6 +78,7 @@ class GenerationResult:
     description: str
     llm_components: list[dict[str, Any]] | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+    generated_at_meaning: str | None = None  # overrides GENERATED_AT_MEANING for the default stamp
 
 
 @runtime_checkable
