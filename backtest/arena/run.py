@@ -95,6 +95,7 @@ def run_arena(
         "consistency_rate": round(n_consistent / n_cases, 6) if n_cases else None,
         "position_a_share": None if position_a is None else round(position_a, 6),
         "ridge": ridge,
+        "all_fitted_ties": bool(included) and all(abs(c.share - 0.5) < 1e-12 for c in included),
         **fitted,
     }
     if fold == "strict":
@@ -142,10 +143,12 @@ def leaderboard_markdown(result: dict[str, Any]) -> str:
         wr = f"{row['win_rate']:.3f}" if row["win_rate"] is not None else "—"
         lines.append(f"| {row['rank']} | {row['system']} | {row['rating']:.0f} | {ci} | {wr} |")
     btd = result["btd"]
+    if result.get("all_fitted_ties"):
+        theta = "∞ (every fitted comparison is a tie; the fit reports the weak prior's cap)"
+    else:
+        theta = f"{btd['theta']:.3f}" + (f" [{boot['theta_interval'][0]:.3f}, {boot['theta_interval'][1]:.3f}]" if boot else "")
     notes = [f"BTD fit on {result['n_fitted']} of {result['n_cases']} cases ({result['n_contexts']} contexts, "
-             f"{result['n_judgments']} judgments, fold={result['fold']}); θ = {btd['theta']:.3f}"
-             + (f" [{boot['theta_interval'][0]:.3f}, {boot['theta_interval'][1]:.3f}]" if boot else "")
-             + f"; Elo-like scale anchored at 1500."]
+             f"{result['n_judgments']} judgments, fold={result['fold']}); θ = {theta}; Elo-like scale anchored at 1500."]
     if result["consistency_rate"] is not None:
         notes.append(f"Order-consistent cases: {result['n_consistent']}/{result['n_cases']} "
                      f"({100 * result['consistency_rate']:.1f}%); share given to position A: {result['position_a_share']:.3f}.")
