@@ -24,7 +24,6 @@ into ``RUN.json`` and ``metrics.json``.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
