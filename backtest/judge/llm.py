@@ -14,6 +14,9 @@ A config (all keys but ``base_url`` and ``model`` optional)::
     max_retries = 4                         # on 429 (Retry-After honoured), 5xx, timeouts, invalid JSON
     prompt = "prompts/outcome-premise-v1.md"  # relative to the config file
     max_doc_chars = 1200                    # abstract characters shown per document
+    max_documents = 8                       # show only the top-N retrieved documents (default: all)
+    max_rationale_chars = 400               # length bounds in the answer schema
+    max_relevance_chars = 160
     cache = ".cache/llm-judge.sqlite"       # relative to the workspace root
 
 The prompt template (ours, versioned by file name) has a ``=== system ===`` and a
@@ -42,8 +45,8 @@ from .protocol import answer_schema, register_judge
 
 PROTOCOL = "outcome-premise"
 _KNOWN_KEYS = {"kind", "name", "base_url", "model", "api_key_env", "temperature", "max_tokens", "seed", "concurrency",
-               "timeout_s", "max_retries", "backoff_s", "prompt", "max_doc_chars", "cache", "protocol", "enum_ids",
-               "description"}
+               "timeout_s", "max_retries", "backoff_s", "prompt", "max_doc_chars", "max_documents", "cache", "protocol",
+               "enum_ids", "max_rationale_chars", "max_relevance_chars", "description"}
 
 
 def load_prompt(path: Path) -> tuple[str, str]:
@@ -97,6 +100,9 @@ class LLMJudge:
         self.config_sha256 = sha256_file(config_path)
         self.protocol = str(config.get("protocol") or f"{PROTOCOL}:{prompt_path.stem}")
         self.max_doc_chars = int(config.get("max_doc_chars", 1200))
+        self.max_documents = int(config["max_documents"]) if config.get("max_documents") else None
+        self.schema_bounds = {"max_rationale_chars": int(config.get("max_rationale_chars", 400)),
+                              "max_relevance_chars": int(config.get("max_relevance_chars", 160))}
         self.enum_ids = bool(config.get("enum_ids", True))
         try:
             self.llm = LLMSettings(
@@ -127,6 +133,7 @@ class LLMJudge:
         """What changes labels: the kind, model, answer settings and the prompt and config hashes."""
         return {"kind": "llm", "name": self.name, "model": self.llm.model, "temperature": self.llm.temperature,
                 "max_tokens": self.llm.max_tokens, "seed": self.llm.seed, "max_doc_chars": self.max_doc_chars,
+                "max_documents": self.max_documents, **self.schema_bounds,
                 "prompt_sha256": self.prompt_sha256, "config_sha256": self.config_sha256, "protocol": self.protocol}
 
     def stats(self) -> dict[str, Any]:
@@ -142,9 +149,14 @@ class LLMJudge:
                 {"role": "user", "content": fill(self.user_template, values)}]
 
     def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
-        """Ask the model, check constraints, retry once with the error, flag what remains."""
+        """Ask the model, check constraints, retry once with the error, flag what remains.
+
+        Only the first ``max_documents`` retrieved documents are shown (all by default);
+        citations are checked against exactly those.
+        """
+        documents = list(documents)[: self.max_documents] if self.max_documents else list(documents)
         shown = [d.id for d in documents]
-        schema = answer_schema(shown if self.enum_ids else None)
+        schema = answer_schema(shown if self.enum_ids else None, **self.schema_bounds)
         key_extra = {"prompt_sha256": self.prompt_sha256, "protocol": self.protocol}
         messages = self.messages(question, documents)
         tokens = {"prompt_tokens": 0, "completion_tokens": 0}

@@ -43,8 +43,8 @@ class JudgeAnswer(BaseModel):
     rationale: str = ""
 
 
-def answer_schema(shown_ids: list[str] | None = None, max_rationale_chars: int = 600,
-                  max_relevance_chars: int = 200) -> dict[str, Any]:
+def answer_schema(shown_ids: list[str] | None = None, max_rationale_chars: int = 400,
+                  max_relevance_chars: int = 160) -> dict[str, Any]:
     """The JSON schema an LLM answer must follow (labels and, when given, cited ids as enums).
 
     String lengths and the number of citations are bounded so a small model cannot run
