@@ -30,7 +30,7 @@ import numpy as np
 from ..embed import DEFAULT_MODEL, embed_texts, model_fingerprint
 from ..errors import BadInput
 from ..fileio import atomic_writer
-from .index_store import open_or_build
+from .index_store import has_valid, open_or_build
 from .protocol import FutureDocs, Hit, register
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
@@ -44,10 +44,15 @@ def _faiss():
     return faiss
 
 
+def embedding_params(model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract")) -> dict[str, Any]:
+    """What identifies a corpus embedding (the cache key's parameters)."""
+    return {"model": model, "model_fingerprint": model_fingerprint(model), "text_fields": list(text_fields), "normalized": True}
+
+
 def corpus_embeddings(docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract"),
                       progress: bool = False) -> tuple[np.ndarray, str, dict[str, Any]]:
     """The (n, d) unit vectors of every document, from the cache or freshly embedded; also the cache key and params."""
-    params = {"model": model, "model_fingerprint": model_fingerprint(model), "text_fields": list(text_fields), "normalized": True}
+    params = embedding_params(model, text_fields)
 
     def build(folder: Path) -> None:
         vectors = embed_texts(docs.texts(text_fields), model=model, progress=progress)
@@ -57,6 +62,11 @@ def corpus_embeddings(docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields:
     folder, key, _ = open_or_build(docs, "embeddings", params, build)
     vectors = np.load(folder / "embeddings.npy", allow_pickle=False)
     return np.ascontiguousarray(vectors, dtype=np.float32), key, params
+
+
+def embeddings_cached(docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract")) -> bool:
+    """True when valid embeddings of ``docs`` are cached (workspace or ``BACKTEST_INDEX_CACHE``)."""
+    return has_valid(docs, "embeddings", embedding_params(model, text_fields))
 
 
 @register("dense")

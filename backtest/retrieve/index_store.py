@@ -99,6 +99,15 @@ def _install(source: Path, folder: Path) -> None:
             shutil.rmtree(tmp)
 
 
+def has_valid(docs: FutureDocs, method: str, params: dict[str, Any]) -> bool:
+    """True when a valid index for these inputs exists here or in the shared cache (nothing is built)."""
+    inputs = index_inputs(docs, method, params)
+    key = index_key(inputs)
+    shared = _shared_dir(docs, method, key)
+    return is_valid(index_dir(docs, method, key), inputs, len(docs)) or (
+        shared is not None and is_valid(shared, inputs, len(docs)))
+
+
 def open_or_build(docs: FutureDocs, method: str, params: dict[str, Any], build: Callable[[Path], None]) -> tuple[Path, str, bool]:
     """Return ``(folder, key, built)`` for a valid index, calling ``build(tmp_folder)`` when there is none.
 
