@@ -31,7 +31,8 @@ Pipeline (no model weights needed; an LLM may optionally phrase the result):
      and B observed the same subject with another one (the natural independent test).
 
 5. **Ranking**: specificity first — tensions whose subject is a catalogued object
-   come before those about a molecule, then an instrument, then a method — and,
+   come before those about a molecule, then a named phenomenon or region (the solar
+   wind, the ionosphere, sea ice...), then an instrument, then a method — and,
    within a tier, by a documented score in [0, 1]::
 
        score = 0.50 * specificity + 0.20 * independence + 0.10 * recency + 0.20 * evidence
@@ -75,7 +76,7 @@ from .select import select_diverse
 
 TENSION_TYPES = ("observational_tension", "methodological_challenge", "single_dataset_conclusion",
                  "independent_qualification")
-SUBJECT_WEIGHT = {"object": 1.0, "molecule": 0.6, "instrument": 0.5, "method": 0.4}
+SUBJECT_WEIGHT = {"object": 1.0, "molecule": 0.6, "phenomenon": 0.55, "instrument": 0.5, "method": 0.4}
 EVIDENCE_WEIGHT = {"numeric": 1.0, "polarity": 0.9, "explicit": 0.8, "methodological": 0.7, "qualification": 0.6,
                    "single_dataset": 0.5}
 WEIGHTS = {"specificity": 0.50, "independence": 0.20, "recency": 0.10, "evidence": 0.20}
@@ -130,7 +131,7 @@ def build_graph(papers: list[PaperClaims]):
             about = [("object", o) for o in dict.fromkeys(d.objects + tuple(implicit))]
             about += [("molecule", m) for m in d.molecules] + [("instrument", i) for i in d.instruments]
             about += [("method", m) for m in d.methods] + [("property", p) for p in d.properties]
-            about += [("systematic", s) for s in d.systematics]
+            about += [("systematic", s) for s in d.systematics] + [("phenomenon", x) for x in d.phenomena]
             for node in about:
                 graph.add_node(node, kind=node[0])
                 graph.add_edge(cid, node, rel="about")
@@ -346,12 +347,19 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "Is the {topic} finding for {subject} robust across the range of conditions explored by subsequent studies?",
     ),
 }
-GENERIC_TOPIC_PHRASE = {"object": "main result", "molecule": "abundance", "instrument": "main result",
+GENERIC_TOPIC_PHRASE = {"object": "main result", "molecule": "abundance", "phenomenon": "main result", "instrument": "main result",
                         "method": "main result"}
 
 
+_WITH_ARTICLE = {"magnetosphere", "ionosphere", "thermosphere", "plasmasphere", "magnetopause", "magnetotail", "ring current",
+                 "solar wind", "heliosphere", "corona", "stratosphere", "polar vortex", "jet stream", "geodynamo",
+                 "Martian atmosphere", "Venus atmosphere", "Jovian magnetosphere", "bow shock", "planetary boundary layer",
+                 "QBO", "MJO", "radiation belts"}
+
+
 def _subject_phrase(t: Tension) -> str:
-    return {"object": t.subject, "molecule": t.subject,
+    phenomenon = f"the {t.subject}" if t.subject in _WITH_ARTICLE else t.subject
+    return {"object": t.subject, "molecule": t.subject, "phenomenon": phenomenon,
             "instrument": f"{t.subject} measurements", "method": f"{t.subject} results"}[t.subject_kind]
 
 

@@ -165,6 +165,33 @@ PROPERTIES = {
     "particle acceleration": ["particle acceleration", "electron acceleration"], "occurrence rate": ["occurrence rate"],
 }
 
+# Named phenomena and regions (space, atmospheric, geo- and astrophysics): specific subjects where
+# a corpus has few catalogued designations.
+PHENOMENA = {
+    "magnetosphere": ["magnetosphere", "magnetospheric"], "ionosphere": ["ionosphere", "ionospheric"],
+    "thermosphere": ["thermosphere", "thermospheric"], "plasmasphere": ["plasmasphere", "plasmaspheric"],
+    "radiation belts": ["radiation belt", "radiation belts", "Van Allen belts"], "magnetopause": ["magnetopause"],
+    "bow shock": ["bow shock", "bow shocks"], "magnetotail": ["magnetotail"], "ring current": ["ring current"],
+    "solar wind": ["solar wind"], "coronal mass ejections": ["coronal mass ejection", "coronal mass ejections", "CME", "CMEs"],
+    "solar flares": ["solar flare", "solar flares"], "substorms": ["substorm", "substorms"],
+    "geomagnetic storms": ["geomagnetic storm", "geomagnetic storms", "magnetic storm", "magnetic storms"],
+    "magnetic reconnection": ["magnetic reconnection", "reconnection"], "Alfven waves": ["Alfven wave", "Alfven waves", "Alfvén waves", "Alfvénic"],
+    "whistler-mode chorus": ["chorus", "whistler", "whistler-mode", "whistlers"], "aurora": ["aurora", "auroral", "aurorae"],
+    "cosmic rays": ["cosmic ray", "cosmic rays"], "solar energetic particles": ["solar energetic particle", "solar energetic particles", "SEP", "SEPs"],
+    "heliosphere": ["heliosphere", "heliospheric", "heliopause"], "corona": ["solar corona", "coronal heating"],
+    "sunspots": ["sunspot", "sunspots", "solar cycle"], "turbulence": ["turbulence", "turbulent cascade"],
+    "sea ice": ["sea ice", "Arctic sea ice"], "ENSO": ["ENSO", "El Nino", "El Niño", "La Nina", "La Niña"], "monsoon": ["monsoon", "monsoons"],
+    "jet stream": ["jet stream"], "stratosphere": ["stratosphere", "stratospheric"], "polar vortex": ["polar vortex"],
+    "sudden stratospheric warmings": ["sudden stratospheric warming", "sudden stratospheric warmings", "SSW"],
+    "QBO": ["QBO", "quasi-biennial oscillation"], "MJO": ["MJO", "Madden-Julian"], "tropical cyclones": ["tropical cyclone", "tropical cyclones", "hurricane", "hurricanes", "typhoon", "typhoons"],
+    "earthquakes": ["earthquake", "earthquakes", "seismicity"], "mantle": ["mantle convection", "upper mantle", "lower mantle"],
+    "geodynamo": ["geodynamo", "outer core"], "ice sheets": ["ice sheet", "ice sheets", "Antarctic ice", "Greenland ice"],
+    "permafrost": ["permafrost"], "lightning": ["lightning", "sprites", "terrestrial gamma-ray flashes"],
+    "gravity waves": ["gravity wave", "gravity waves"], "planetary boundary layer": ["boundary layer"],
+    "Martian atmosphere": ["Martian atmosphere", "atmosphere of Mars"], "Venus atmosphere": ["Venus atmosphere", "atmosphere of Venus"],
+    "Jovian magnetosphere": ["Jovian magnetosphere", "Jupiter's magnetosphere"], "Titan": ["Titan"], "Enceladus": ["Enceladus"],
+}
+
 # Terms that name a systematic or an analysis choice (for methodological challenges).
 SYSTEMATICS = {
     "stellar contamination": ["stellar contamination", "unocculted", "starspot", "starspots", "stellar activity", "faculae"],
@@ -180,7 +207,7 @@ SYSTEMATICS = {
 
 
 _LEXICONS = {"molecule": MOLECULES, "instrument": INSTRUMENTS, "method": METHODS, "property": PROPERTIES,
-             "systematic": SYSTEMATICS}
+             "systematic": SYSTEMATICS, "phenomenon": PHENOMENA}
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9+\-/.]*[A-Za-z0-9+]|[A-Za-z0-9]")
 _MAX_GRAM = 4
 
@@ -274,6 +301,7 @@ class Detected:
     methods: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
     systematics: tuple[str, ...] = ()
+    phenomena: tuple[str, ...] = ()
 
 
 def detect(text: str, objects: bool = True) -> Detected:
@@ -284,7 +312,7 @@ def detect(text: str, objects: bool = True) -> Detected:
     found = tuple(o for o in find_objects(text) if _plausible_object(o)) if objects else ()
     return Detected(objects=found, molecules=tuple(terms["molecule"]), instruments=tuple(terms["instrument"]),
                     methods=tuple(terms["method"]), properties=tuple(terms["property"]),
-                    systematics=tuple(terms["systematic"]))
+                    systematics=tuple(terms["systematic"]), phenomena=tuple(terms["phenomenon"]))
 
 
 def _plausible_object(name: str) -> bool:
@@ -412,7 +440,8 @@ def extract_claims(record: CorpusRecord) -> PaperClaims:
         return tuple(seen)
 
     whole = Detected(objects=objects, molecules=union("molecules"), instruments=union("instruments"),
-                     methods=union("methods"), properties=union("properties"), systematics=union("systematics"))
+                     methods=union("methods"), properties=union("properties"), systematics=union("systematics"),
+                     phenomena=union("phenomena"))
     return PaperClaims(record=record, sentences=sentences, claims=claims, detected=whole,
                        title_objects=title_found.objects)
 
@@ -469,7 +498,7 @@ def claim_clause(sentence: str, max_chars: int = 220) -> str:
 
 # --------------------------------------------------------------------------- whole corpus, cached
 
-EXTRACT_VERSION = "2"
+EXTRACT_VERSION = "3"
 
 
 def analyse_corpus(past, progress: bool = False) -> list[PaperClaims]:
