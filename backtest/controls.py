@@ -241,6 +241,7 @@ def control_mismatch(run_dir: str | Path, ws: Workspace, seed: int = 0, judge_sp
         "fisher": fisher, "significant_at": SIGNIFICANT, "separated": separated,
         "pairing": [{"question_id": q.question_id, "shown_from": r.question_id} for q, r in zip(questions, shown)],
         "outcomes": {"true": _counts(true_judgments), "mismatched": _counts(mismatched)},
+        "judge_stats": judge.stats(),
     }
     text = render_mismatch(result)
     _write_control(run_dir, f"mismatch-s{seed}", run, judge, control_retrievals, mismatched, result, text)
@@ -266,7 +267,7 @@ def _relabel(run_dir: Path, run: RunData, kind: str, name: str, judge, spec: str
     again = judge_all(judge, [(q, r.documents) for q, r in zip(questions, retrievals)])
     result = {"kind": kind, "judge_spec": spec, "judge": judge.info().model_dump(mode="json"),
               "original_judge": originals[0].judge.model_dump(mode="json"), **extra,
-              "agreement": agreement_of(originals, again)}
+              "agreement": agreement_of(originals, again), "judge_stats": judge.stats()}
     _write_control(run_dir, name, run, judge, list(retrievals), again, result, render_agreement(result))
     return result
 

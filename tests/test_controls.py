@@ -203,3 +203,35 @@ def test_prompt_control_needs_an_llm_judge(term_run, cli):
     assert code == 2 and "needs an llm judge" in err
     code, _, err = cli(["control", "mismatch", str(run_dir.parent / "nope")], root=ws.root)
     assert code == 2
+
+
+# --------------------------------------------------------------------------- the offline judge, for real
+
+
+@pytest.mark.slow
+def test_offline_judge_separates_true_from_mismatched_evidence(astro_ep_ws, tmp_path_factory):
+    """random_claims questions (24) on astro-2025-ep, BM25, the offline judge: engagement on the
+    true pairings must exceed engagement on mismatched ones at p < 0.01 (Fisher, two-sided)."""
+    from backtest.generators import run_generator
+
+    ws = private_ws(astro_ep_ws, tmp_path_factory, "sep")
+    summary = run_generator("random_claims", INSTANCE, ws, n=24, seed=0, out=ws.root.parent / "submission")
+    frozen = freeze_submission(summary["out"], INSTANCE, ws)
+    run_dir = ws.results / INSTANCE / "random_claims" / "bm25-offline"
+    retrievals = retrieve_frozen(frozen, ws, out_path=run_dir, method="bm25")
+    bundle = load_frozen(frozen)
+    judge = get_judge("offline", ws)
+    write_jsonl(run_dir / "judgments.jsonl",
+                [judge.judge(q, r.documents).model_dump(mode="json") for q, r in zip(bundle.questions, retrievals)])
+    write_json(run_dir / "RUN.json", {
+        "schema_version": "1", "run_id": run_dir.name, "instance_id": INSTANCE,
+        "instance_seal": load_instance(INSTANCE, ws).seal, "system": "random_claims",
+        "frozen_path": frozen.relative_to(ws.root).as_posix(), "frozen_seal": bundle.frozen.seal,
+        "retriever": retrievals[0].retriever, "judge": judge.info().model_dump(mode="json"),
+        "judge_settings": judge.settings(), "valid": True, "leakage": [],
+    })
+    result = control_mismatch(run_dir, ws, seed=0)
+    print(json.dumps({k: result[k] for k in ("true", "mismatched", "fisher")}))
+    assert result["n"] == 24 and result["true_judgments"] == "original run"
+    assert result["true"]["rate"] > result["mismatched"]["rate"]
+    assert result["fisher"]["p_value"] < 0.01 and result["separated"] is True
