@@ -21,6 +21,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parent.parent
+# One index/embedding cache for the whole suite: the same sealed corpus built in two
+# temp workspaces is embedded once (entries are keyed by corpus seal + model + params).
+os.environ.setdefault("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))
 SHARED = Path(os.environ.get("BACKTEST_SHARED", REPO.parent / "shared"))
 CORPORA = SHARED / "corpora"
 DAILY = CORPORA / "astro-ph-daily"
