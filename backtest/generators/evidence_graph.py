@@ -82,6 +82,7 @@ EVIDENCE_WEIGHT = {"numeric": 1.0, "polarity": 0.9, "explicit": 0.8, "methodolog
 WEIGHTS = {"specificity": 0.50, "independence": 0.20, "recency": 0.10, "evidence": 0.20}
 MAX_PAIRS_PER_KEY = 12
 MAX_PER_SUBJECT = 4
+MAX_PER_OBJECT = 5  # catalogued objects may carry one more (distinct topics/types keep them apart)
 MAX_IMPLICIT = 5  # a paper naming at most this many designations is about each of them
 MAX_PER_PAPER = 3
 GENERIC_TOPIC = "*"
@@ -148,8 +149,10 @@ def _claims_by_key(graph, papers_by_id: dict[str, PaperClaims]) -> dict[tuple[st
         about = [n for n in graph.successors(node)]
         subjects = [n for n in about if n[0] in SUBJECT_WEIGHT]
         topics = [n[1] for n in about if n[0] in ("property", "molecule")]
+        properties = [n[1] for n in about if n[0] == "property"]
         for skind, subject in subjects:
-            own_topics = [t for t in topics if t != subject] or []
+            # a molecule's topics are its properties (never another molecule: "the CO of H2O")
+            own_topics = properties if skind == "molecule" else [t for t in topics if t != subject]
             for topic in own_topics + [GENERIC_TOPIC]:
                 index[(skind, subject, topic)].append(claim)
     return index
@@ -411,7 +414,8 @@ class EvidenceGraph:
 
         def accept(draft: Draft, kept: list[Draft]) -> bool:
             subject = draft.extra["tension"]["subject"]
-            if sum(1 for k in kept if k.extra["tension"]["subject"] == subject) >= MAX_PER_SUBJECT:
+            cap = MAX_PER_OBJECT if draft.extra["tension"]["subject_kind"] == "object" else MAX_PER_SUBJECT
+            if sum(1 for k in kept if k.extra["tension"]["subject"] == subject) >= cap:
                 return False
             for pid in draft.source_evidence_ids:
                 if sum(1 for k in kept if pid in k.source_evidence_ids) >= MAX_PER_PAPER:
