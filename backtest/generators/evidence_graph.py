@@ -374,9 +374,10 @@ def realise(t: Tension, rng: random.Random) -> str:
     template = options[rng.randrange(len(options))]
     topic = t.topic if t.topic != GENERIC_TOPIC else (t.detail.get("phrase") or GENERIC_TOPIC_PHRASE[t.subject_kind])
     issue = t.detail.get("issue", "systematics")
-    return template.format(topic=topic, subject=_subject_phrase(t), issue=issue,
+    text = template.format(topic=topic, subject=_subject_phrase(t), issue=issue,
                            is_are="are" if issue.endswith(("s", "ies")) else "is",
                            instrument_a=t.detail.get("instrument_a", ""), instrument_b=t.detail.get("instrument_b", ""))
+    return text.replace("main result result", "main result").replace("main result finding", "main result")
 
 
 def to_draft(t: Tension, question: str) -> Draft:
