@@ -45,6 +45,7 @@ def test_offline_judge_is_deterministic(pairs):
     assert a.judge.protocol == "offline-cues-v1" and len(a.judge.config_sha256) == 64
 
 
+@pytest.mark.slow
 def test_true_pairings_engage_clearly_more_than_mismatched(pairs):
     judge = OfflineJudge()
     true_engaged = mismatched_engaged = 0
