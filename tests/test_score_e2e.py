@@ -141,6 +141,7 @@ def _score_cmd(ws: Workspace, frozen: Path, run_id: str) -> list[str]:
             "score", str(frozen), "--run-id", run_id, "--no-progress"]
 
 
+@pytest.mark.timeout(3600)
 def test_sigkill_at_random_moments_then_resume_is_byte_identical(score_ws):
     """Kill `backtest score` 10 times at random moments; every run resumed to the end equals the uninterrupted one."""
     ws, _, three = score_ws
@@ -234,6 +235,7 @@ def assert_key_written_nowhere(*folders: Path) -> int:
 
 
 @pytest.mark.llm
+@pytest.mark.timeout(3600)  # a 270M model on a loaded 2-core CPU took 22 min here
 def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server, tmp_path, monkeypatch, capsys):
     ws, five, _ = score_ws
     monkeypatch.setenv("BACKTEST_TEST_LLM_KEY", API_KEY)
@@ -356,6 +358,7 @@ def _judgments(run_dir: Path) -> dict[str, dict]:
 
 
 @pytest.mark.llm
+@pytest.mark.timeout(3600)
 def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp_path, monkeypatch):
     """500, 429 + Retry-After, invalid JSON, foreign citations, then a timeout: retried-and-correct or flagged."""
     from backtest.judge import get_judge
