@@ -78,6 +78,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _die_with_parent() -> None:
+    """In the child: ask Linux to SIGTERM the server when the test process dies (even by SIGKILL)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def start_llama_server(log_path: Path, ctx_size: int = 8192, parallel: int = 2, threads: int = 2) -> tuple[subprocess.Popen, str]:
     """Start llama-server and wait until ``/health`` answers 200; return (process, base URL)."""
     parts = llama_server_parts(log_path.parent)
@@ -92,7 +103,7 @@ def start_llama_server(log_path: Path, ctx_size: int = 8192, parallel: int = 2, 
         env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(Path(binary).parent), env.get("LD_LIBRARY_PATH")]))
     log = open(log_path, "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                            env=env)
+                            env=env, preexec_fn=_die_with_parent)
     base_url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
