@@ -47,6 +47,15 @@ def check_safe_name(value: str, what: str = "name") -> str:
     return value
 
 
+def safe_name_validator(field: str, what: str) -> Any:
+    """A pydantic validator for ``field`` that applies :func:`check_safe_name`, naming the value ``what``."""
+
+    def _check(cls, value: str) -> str:
+        return check_safe_name(value, what)
+
+    return field_validator(field)(classmethod(_check))
+
+
 class Versioned(BaseModel):
     """A record with a ``schema_version``; subclasses list the versions they can read."""
 
@@ -125,10 +134,7 @@ class CorpusManifest(Versioned):
     records_sha256: str
     seal: str = ""
 
-    @field_validator("corpus_id")
-    @classmethod
-    def _safe_id(cls, value: str) -> str:
-        return check_safe_name(value, "corpus id")
+    _safe_id = safe_name_validator("corpus_id", "corpus id")
 
 
 # --------------------------------------------------------------------------- instances
@@ -181,10 +187,7 @@ class Instance(Versioned):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     seal: str = ""
 
-    @field_validator("instance_id")
-    @classmethod
-    def _safe_id(cls, value: str) -> str:
-        return check_safe_name(value, "instance id")
+    _safe_id = safe_name_validator("instance_id", "instance id")
 
 
 # --------------------------------------------------------------------------- submissions
@@ -263,10 +266,7 @@ class SubmissionMetadata(BaseModel):
     frozen: StrictBool
     llm_components: list[LLMComponent] | dict[str, Any] | None = None
 
-    @field_validator("system_name")
-    @classmethod
-    def _safe_name(cls, value: str) -> str:
-        return check_safe_name(value, "system_name")
+    _safe_name = safe_name_validator("system_name", "system_name")
 
     def declares_llm(self) -> bool:
         """True when ``llm_components`` names at least one component."""
