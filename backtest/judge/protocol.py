@@ -19,17 +19,14 @@ from typing import Any, Callable, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BadInput
-from ..records import OUTCOMES, PREMISE_STATUSES, Judgment, JudgeInfo, Question, RetrievedDocument
+from ..records import OUTCOMES, PREMISE_STATUSES, EvidenceItem, Judgment, JudgeInfo, Question, RetrievedDocument
 from ..workspace import Workspace
 
 
-class AnswerEvidence(BaseModel):
-    """One cited document in a judge's raw answer."""
+class AnswerEvidence(EvidenceItem):
+    """One cited document in a judge's raw answer: an :class:`EvidenceItem` whose unknown keys are dropped."""
 
     model_config = ConfigDict(extra="ignore")
-
-    id: str
-    relevance: str = ""
 
 
 class JudgeAnswer(BaseModel):
