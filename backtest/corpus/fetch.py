@@ -32,7 +32,7 @@ from urllib3.util.retry import Retry
 from ..errors import BadInput
 from ..fileio import atomic_writer
 from ..records import CorpusRecord, parse_record
-from .sources import clean_text
+from .sources import add_to_registry, clean_text
 
 USER_AGENT = "backtest-corpus-fetch/0.1 (+https://github.com/; research-question backtesting)"
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -137,17 +137,36 @@ FETCHERS: dict[str, Callable[[], Fetcher]] = {}
 
 def register(name: str) -> Callable:
     """Class decorator adding a fetcher to :data:`FETCHERS` under ``name``."""
-
-    def deco(cls):
-        cls.name = name
-        FETCHERS[name] = cls
-        return cls
-
-    return deco
+    return add_to_registry(FETCHERS, name)
 
 
 def _record(data: dict[str, Any], where: str) -> CorpusRecord:
     return parse_record(CorpusRecord, data, where)
+
+
+def _offset_pages(max_records: int, page_size: int,
+                  fetch_page: Callable[[int, int, str], tuple[list, int]]) -> Iterator[tuple[str, list]]:
+    """``start``/``rows`` paging: ``(where, items)`` per page until ``max_records``, the total or an empty page.
+
+    ``fetch_page(offset, rows, where)`` fetches one page and returns its items and the
+    service's total count of results.
+    """
+    offset = 0
+    while offset < max_records:
+        where = f"page at start={offset}"
+        items, total = fetch_page(offset, min(page_size, max_records - offset), where)
+        yield where, items
+        offset += len(items)
+        if not items or offset >= total:
+            return
+
+
+class _NoCredentials:
+    """Base of the services that need no credentials."""
+
+    def headers(self) -> dict[str, str]:
+        """No extra request headers."""
+        return {}
 
 
 # ----- arXiv API (Atom)
@@ -159,7 +178,7 @@ _ABS_URL = re.compile(r"^https?://arxiv\.org/abs/(.+?)(?:v\d+)?$")
 
 
 @register("arxiv")
-class ArxivApi:
+class ArxivApi(_NoCredentials):
     """The arXiv API (``/api/query``, an Atom feed), sorted by submission date, 3 s between calls."""
 
     env_url = "BACKTEST_ARXIV_API_URL"
@@ -167,31 +186,25 @@ class ArxivApi:
     default_interval = 3.0
     page_size = 100
 
-    def headers(self) -> dict[str, str]:
-        return {}
-
     def records(self, client, base_url, query, start, end, max_records):
         window = f"submittedDate:[{start:%Y%m%d}0000 TO {end:%Y%m%d}2359]"
         search = f"({query}) AND {window}"
-        offset = 0
-        while offset < max_records:
-            params = {"search_query": search, "start": offset, "max_results": min(self.page_size, max_records - offset),
+
+        def fetch_page(offset: int, rows: int, where: str) -> tuple[list[ET.Element], int]:
+            params = {"search_query": search, "start": offset, "max_results": rows,
                       "sortBy": "submittedDate", "sortOrder": "ascending"}
-            where = f"page at start={offset}"
             response = client.get(base_url, params)
             try:
                 feed = ET.fromstring(response.content)
             except ET.ParseError as exc:
                 raise BadInput(f"arxiv: {where}: bad Atom XML ({exc})") from None
-            entries = feed.findall(f"{ATOM}entry")
-            total = int(feed.findtext(f"{OPENSEARCH}totalResults") or 0)
+            return feed.findall(f"{ATOM}entry"), int(feed.findtext(f"{OPENSEARCH}totalResults") or 0)
+
+        for where, entries in _offset_pages(max_records, self.page_size, fetch_page):
             for i, entry in enumerate(entries):
                 if entry.find(f"{ATOM}id") is not None and entry.findtext(f"{ATOM}title") == "Error":
                     raise BadInput(f"arxiv: {where}: the API reports an error: {clean_text(entry.findtext(f'{ATOM}summary'))}")
                 yield self._parse(entry, f"arxiv {where} entry {i + 1}")
-            offset += len(entries)
-            if not entries or offset >= total:
-                return
 
     @staticmethod
     def _parse(entry: ET.Element, where: str) -> CorpusRecord:
@@ -233,21 +246,17 @@ class AdsApi:
     def records(self, client, base_url, query, start, end, max_records):
         q = f"({query}) pubdate:[{start:%Y-%m} TO {end:%Y-%m}]"
         as_of = dt.datetime.now(dt.timezone.utc).date().isoformat()
-        offset = 0
-        while offset < max_records:
-            params = {"q": q, "fl": self.fields, "start": offset, "rows": min(self.page_size, max_records - offset),
-                      "sort": "date asc, bibcode asc"}
-            where = f"page at start={offset}"
-            data = client.get_json(base_url, params, where)
-            response = data.get("response")
+
+        def fetch_page(offset: int, rows: int, where: str) -> tuple[list[dict[str, Any]], int]:
+            params = {"q": q, "fl": self.fields, "start": offset, "rows": rows, "sort": "date asc, bibcode asc"}
+            response = client.get_json(base_url, params, where).get("response")
             if not isinstance(response, dict) or not isinstance(response.get("docs"), list):
                 raise BadInput(f"ads: {where}: no response.docs in the answer")
-            docs = response["docs"]
+            return response["docs"], int(response.get("numFound") or 0)
+
+        for where, docs in _offset_pages(max_records, self.page_size, fetch_page):
             for i, doc in enumerate(docs):
                 yield self._parse(doc, as_of, f"ads {where} doc {i + 1}")
-            offset += len(docs)
-            if not docs or offset >= int(response.get("numFound") or 0):
-                return
 
     @staticmethod
     def _parse(doc: dict[str, Any], as_of: str, where: str) -> CorpusRecord:
@@ -282,16 +291,13 @@ def _ads_day(pubdate: Any, where: str) -> str:
 
 
 @register("openalex")
-class OpenAlexApi:
+class OpenAlexApi(_NoCredentials):
     """OpenAlex ``/works`` with ``search`` and a publication-date filter; cursor paging."""
 
     env_url = "BACKTEST_OPENALEX_API_URL"
     default_url = "https://api.openalex.org/works"
     default_interval = 0.2
     page_size = 200
-
-    def headers(self) -> dict[str, str]:
-        return {}
 
     def records(self, client, base_url, query, start, end, max_records):
         cursor = "*"

@@ -55,15 +55,20 @@ class RowSource:
 SOURCES: dict[str, Callable[[], Source]] = {}
 
 
-def register(name: str) -> Callable:
-    """Class decorator adding a source adapter to the registry under ``name``."""
+def add_to_registry(registry: dict[str, Callable], name: str) -> Callable:
+    """Class decorator setting ``cls.name = name`` and adding the class to ``registry`` under ``name``."""
 
     def deco(cls):
         cls.name = name
-        SOURCES[name] = cls
+        registry[name] = cls
         return cls
 
     return deco
+
+
+def register(name: str) -> Callable:
+    """Class decorator adding a source adapter to the registry under ``name``."""
+    return add_to_registry(SOURCES, name)
 
 
 def get_source(name: str) -> Source:
