@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import click
 
 from ..errors import CheckFailed
@@ -9,6 +11,15 @@ from ..instance import create_instance, load_instance, verify_instance
 from ..records import RetrievalSettings
 from .common import DATE, echo_json, json_option, workspace
 from .main import cli
+
+# Retrieval options shared with ``prospective commit`` and ``stress``.
+retriever_option = click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense",
+                                show_default=True)
+
+
+def k_option(help: str | None = None) -> Callable:
+    """The ``--k`` option: documents retrieved per question (1 to 100, default 8)."""
+    return click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True, help=help)
 
 
 @cli.group()
@@ -21,9 +32,9 @@ def instance() -> None:
 @click.option("--cutoff", type=DATE, required=True, help="The cutoff date T (inclusive for the past).")
 @click.option("--past", required=True, help="Past corpus: manifest path or corpus id.")
 @click.option("--future", required=True, help="Future corpus: manifest path or corpus id.")
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense", show_default=True)
+@retriever_option
 @click.option("--model", default="all-MiniLM-L6-v2", show_default=True, help="Sentence-transformers model for dense retrieval.")
-@click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True)
+@k_option()
 @click.option("--max-chars", type=click.IntRange(50), default=1200, show_default=True, help="Characters of abstract shown to the judge.")
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: offline judge.")
 @click.option("--domain", default="", help="A short description of the domain (used by prompt-only generators).")

@@ -9,6 +9,7 @@ import click
 from ..errors import BadInput, CheckFailed
 from ..records import RetrievalSettings
 from .common import DATE, echo_json, json_option, workspace
+from .instance import k_option, retriever_option
 from .main import cli
 
 
@@ -38,9 +39,9 @@ def prospective() -> None:
 @click.option("--query", help="Keep records whose title or abstract contains any '|'-separated phrase.")
 @click.option("--past", help="An existing past corpus (manifest path or id); default: build <ID>-past from the source up to the cutoff.")
 @click.option("--past-start", type=DATE, help="First day of the past corpus when it is built here.")
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense", show_default=True)
+@retriever_option
 @click.option("--model", default="all-MiniLM-L6-v2", show_default=True, help="Embedding model for dense/hybrid retrieval.")
-@click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True)
+@k_option()
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: the offline judge.")
 @click.option("--domain", default="", help="A short description of the domain.")
 @click.option("--out", type=click.Path(path_type=Path), help="Commitment folder (default: prospective/<ID>/).")
@@ -122,8 +123,8 @@ def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
 @click.option("--years-after", type=click.FloatRange(min=0.1), default=2.0, show_default=True, help="Future window length in years.")
 @click.option("--n", type=click.IntRange(1), default=50, show_default=True, help="Questions per generator and cutoff.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense", show_default=True)
-@click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True, help="Future documents shown to the judge per question.")
+@retriever_option
+@k_option("Future documents shown to the judge per question.")
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config; default: the offline judge.")
 @click.option("--id", "stress_id", default="stress", show_default=True, help="Prefix of the corpora and instances built.")
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for STRESS.md and STRESS.json (default: results/stress/<id>/).")
