@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 
+from ..records import CorpusRecord
 from .extract import is_declarative, claim_clause, extract_claims, main_claim
 from .protocol import Draft, GenerationContext, GenerationResult
 from .select import select_diverse
@@ -24,6 +25,16 @@ TEMPLATES = (
 MIN_CLAUSE_CHARS = 40
 
 
+def seeded_past(ctx: GenerationContext) -> tuple[random.Random, list[CorpusRecord], list[int]]:
+    """The past records sorted by id, a seeded random permutation of their indexes, and the generator that drew it.
+
+    The generator (``random.Random(ctx.seed)``) is returned so later draws continue the same stream.
+    """
+    rng = random.Random(ctx.seed)
+    records = sorted(ctx.past.records(), key=lambda r: r.id)
+    return rng, records, rng.sample(range(len(records)), len(records))
+
+
 class RandomClaims:
     """Seeded random past papers, each turned into one robustness question about its main claim."""
 
@@ -32,9 +43,7 @@ class RandomClaims:
 
     def generate(self, ctx: GenerationContext) -> GenerationResult:
         """Draw papers at random (seeded) until ``ctx.n`` usable claims are found."""
-        rng = random.Random(ctx.seed)
-        records = sorted(ctx.past.records(), key=lambda r: r.id)
-        order = rng.sample(range(len(records)), len(records))
+        rng, records, order = seeded_past(ctx)
         drafts: list[Draft] = []
         for index in order:
             if len(drafts) >= 2 * ctx.n:

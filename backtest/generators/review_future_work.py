@@ -23,12 +23,12 @@ At most two questions per paper, every paper's best one first. Every question ci
 
 from __future__ import annotations
 
-import random
 import re
 
 from ..objects import find_objects
 from .extract import detex, scan_terms, split_sentences
 from .protocol import Draft, GenerationContext, GenerationResult
+from .random_claims import seeded_past
 from .select import select_diverse
 
 _UNCLEAR = (r"(?:(?:remains?|is|are|was|were|has been|have been)\s+(?:still\s+|largely\s+|currently\s+|as yet\s+|however\s+)?"
@@ -133,9 +133,7 @@ class ReviewFutureWork:
 
     def generate(self, ctx: GenerationContext) -> GenerationResult:
         """Mine cue sentences, rewrite them, rank by cue strength, specificity and recency."""
-        rng = random.Random(ctx.seed)
-        records = sorted(ctx.past.records(), key=lambda r: r.id)
-        tiebreak = rng.sample(range(len(records)), len(records))
+        _, records, tiebreak = seeded_past(ctx)
         candidates = []
         for i, record in enumerate(records):
             found = []
