@@ -2,11 +2,13 @@
 
 Covers: reproducible astro-2025 manifests (equal to the committed ones), `corpus verify`
 naming a tampered record, `--reproduce`, the arxiv-daily re-listing rule, the arxiv-oai
-adapter, `corpus export` of the past side only, and space-2016.
+adapter, `corpus export` of the past side only, space-2016, and the arxiv-archive repair of
+float-mangled ids.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import lzma
@@ -178,6 +180,7 @@ def test_arxiv_oai_snapshot_fixture(tmp_path):
     c = manifest.counts
     assert c["n_read"] == 6 and c["n_duplicates"] == 1 and c["n_no_abstract"] == 1
     assert c["n_outside_window"] == 1 and c["n_other_categories"] == 1
+    assert "n_ids_repaired" not in c and "id_repair" not in manifest.rules  # only arxiv-archive repairs ids
 
 
 @needs_shared
@@ -215,6 +218,88 @@ def test_space_2016_builds_and_matches_committed(tmp_path, monkeypatch):
         assert all(set(cats) & set(r.categories) for r in records)
 
 
+@pytest.mark.parametrize("written, expected", [
+    # real arxiv_id values of arxiv-archive-2020 (physics.ao-ph, geo-ph, space-ph, cs.*), written through a float
+    ("1501.0398400000001", "1501.03984"), ("1502.0195199999998", "1502.01952"),
+    ("1503.0316599999999", "1503.03166"), ("1701.0735300000001", "1701.07353"),
+    ("704.0303", "0704.0303"), ("704.319", "0704.3190"), ("811.46", "0811.4600"), ("710.1", "0710.1000"),
+    ("1001.484", "1001.4840"), ("1002.21", "1002.2100"), ("1109.2", "1109.2000"),
+    ("1501.0337", "1501.03370"), ("1609.005", "1609.00500"), ("1703.07", "1703.07000"),
+    # correct as written, or not a bare decimal number: unchanged
+    ("1501.00219", "1501.00219"), ("1001.0484", "1001.0484"), ("0704.0303", "0704.0303"),
+    ("1412.9999", "1412.9999"), ("1501.99999", "1501.99999"), ("1501.00001", "1501.00001"),
+    ("ao-sci/9502001", "ao-sci/9502001"), ("hep-th/9901001v2", "hep-th/9901001v2"),
+    ("2604.21892v1", "2604.21892v1"), ("arXiv:1501.0337", "arXiv:1501.0337"), ("x", "x"),
+    # float noise far below the ids' spacing is rounded away; the digit count follows the yymm
+    ("1501.0398400001", "1501.03984"), ("1412.9999000000001", "1412.9999"), ("1501.1", "1501.10000"),
+    # a bare decimal number that reads back as no single id: None (kept as written and counted)
+    ("1501.03984001", None),       # 1e-8 off: more than float noise
+    ("1501.039845", None),         # half-way between two ids
+    ("1412.12345", None),          # five digits before 1501
+    ("1501.9999999999999", None),  # rounds to 100000: no 5-digit number
+    ("1501.0", None), ("1501.0000000000001", None),  # paper number 0
+    ("612.1234", None), ("0612.1234", None),  # before new-style ids (0704)
+    ("1013.1234", None), ("1000.1234", None),  # month 13, month 00
+])
+def test_repair_float_id(written, expected):
+    from backtest.corpus.sources.arxiv_archive import repair_float_id
+
+    assert repair_float_id(written) == expected
+
+
+def test_archive_float_ids_are_repaired_counted_and_deduplicated(tmp_path):
+    """Real rows of arxiv-archive-2020 with float-mangled ids (tests/fixtures/physics.float-ids.tsv), plus
+    the same papers with the id written correctly before and after them, and an id no float explains."""
+    fixture = FIXTURES / "physics.float-ids.tsv"
+    with fixture.open(encoding="utf-8", newline="") as handle:
+        header, *rows = csv.reader(handle, delimiter="\t")
+    col = header.index("arxiv_id")
+    by_id = {row[col]: row for row in rows}
+
+    def write(name: str, ids: list[tuple[str, str]]) -> Path:
+        path = tmp_path / "in" / name
+        path.parent.mkdir(exist_ok=True)
+        with path.open("w", encoding="utf-8", newline="") as out:
+            writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+            writer.writerow(header)
+            for source_id, written in ids:
+                writer.writerow([written if i == col else v for i, v in enumerate(by_id[source_id])])
+        return path
+
+    # files are read sorted by name: aa (correct id first), the fixture, zz (correct id after a repaired one)
+    write("physics.aa-ph.tsv", [("1501.0337", "1501.03370")])
+    shutil.copy(fixture, tmp_path / "in" / fixture.name)
+    write("physics.zz-ph.tsv", [("1501.0398400000001", "1501.03984"), ("1501.0398400000001", "1412.12345")])
+    ws = Workspace(tmp_path / "ws")
+    manifest = build_corpus(BuildOptions("arxiv-archive", [tmp_path / "in"], "floats", "past",
+                                         start=dt.date(2007, 1, 1), end=dt.date(2016, 12, 31)), ws)
+    records = {r.id: r for r in CorpusStore(manifest, ws).iter_records()}
+    assert sorted(records) == ["0704.0303", "0704.3190", "1001.0484", "1001.4840", "1109.2000", "1412.12345",
+                               "1501.00219", "1501.03370", "1501.03984", "1609.00500"]
+    assert records["1501.03984"].published == dt.date(2015, 1, 16)  # the fixture's (repaired) row came first
+    c = manifest.counts
+    assert c["n_read"] == 15 and c["n_ids_repaired"] == 9 and c["n_ids_unrepairable"] == 1
+    assert c["n_duplicates"] == 2 and c["n_repaired_id_collisions"] == 2
+    assert c["n_outside_window"] == 2  # ao-sci/9502001 (1995), 1703.07000 (2017)
+    # 1701.0735300000001 (created 2016-12-25) is 1701.07353: its January 2017 id month leaves a past ending 2016
+    assert c["n_id_month_dropped"] == 1
+    assert "1501.0398400000001" in manifest.rules["id_repair"] and "n_repaired_id_collisions" in manifest.rules["id_repair"]
+
+
+@needs_shared
+def test_space_archive_files_leave_no_float_mangled_id():
+    """Every id the adapter yields from the three space files is old-style or a new-style id of the right length."""
+    from backtest.corpus.sources import arxiv_id_month, get_source
+
+    source = get_source("arxiv-archive")
+    source.counts = counts = {}
+    ids = [row["id"] for row in source.rows([ARCHIVE / f"physics.{c}.tsv.xz" for c in ("space-ph", "ao-ph", "geo-ph")])]
+    assert len(ids) == 11667 and counts == {"n_ids_repaired": 3596}
+    new = [i for i in ids if "/" not in i]
+    assert all(len(i) == (9 if i < "1501" else 10) and i[4] == "." for i in new)
+    assert all(arxiv_id_month(i) is not None for i in ids)
+
+
 @needs_shared
 def test_fast_record_line_equals_the_model_canonical_line():
     """The builder's fast path writes exactly CorpusRecord.canonical_line(), on real rows of every source."""
@@ -233,6 +318,7 @@ def test_fast_record_line_equals_the_model_canonical_line():
     assert check(daily.rows(daily.input_files([DAILY])[:40])) > 900
     archive = get_source("arxiv-archive")
     assert check(archive.rows([ARCHIVE / "physics.hist-ph.tsv.xz", ARCHIVE / "cs.DL.tsv.xz"])) > 3000
+    assert check(archive.rows([FIXTURES / "physics.float-ids.tsv"])) == 12
     assert check(get_source("arxiv-oai").rows([FIXTURES / "arxiv-oai-snapshot.jsonl"])) == 6
     odd = {"id": "x", "title": "Cafe\u0301 \u212b", "abstract": "A\u030a\t\"quoted\" \\ \u2028", "published": dt.date(2020, 1, 2),
            "categories": [], "authors": ["Zoe\u0308"], "doi": None, "references": ["r1"], "citation_count": 3,

@@ -1,7 +1,7 @@
 """End-to-end generator tests on real instances: the output passes every freeze gate, cites only
 past records dated on or before the cutoff, and reruns are byte-identical.
 
-The full-corpus runs (astro-2025: 5,847 abstracts; space-2016: 4,859) are slow: claim extraction
+The full-corpus runs (astro-2025: 5,847 abstracts; space-2016: 4,858) are slow: claim extraction
 and the selection's embeddings are cached in the session workspace, so each instance pays once.
 """
 

@@ -83,19 +83,29 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
 
     Filters in order: repeated id (the first occurrence wins, even if it is then filtered
     out), window, categories, query, empty abstract, id month; kept re-listed old ids are counted.
+    The source adds its own counts (``source.count_keys``); a duplicate where one occurrence's
+    id was repaired by the source and the other's was not is also a repaired-id collision.
     """
     source = get_source(opts.source)
+    for key in source.count_keys:
+        counts.setdefault(key, 0)
+    source.counts = counts
     wanted = set(opts.categories)
     matches = _query_matcher(opts.query)
     start, end = opts.start, opts.end
     seen: set[str] = set()
+    repaired: set[str] = set()  # ids whose first occurrence the source repaired
     for row in source.rows(files):
         counts["n_read"] += 1
         identifier = row["id"]
         if identifier in seen:
             counts["n_duplicates"] += 1
+            if source.last_id_repaired != (identifier in repaired):
+                counts["n_repaired_id_collisions"] += 1
             continue
         seen.add(identifier)
+        if source.last_id_repaired:
+            repaired.add(identifier)
         day = row["published"]
         if (start and day < start) or (end and day > end):
             counts["n_outside_window"] += 1
@@ -170,7 +180,7 @@ def _pipelined_records(opts: BuildOptions, files: list[Path], counts: dict[str, 
 
 def _reader(opts: BuildOptions, files: list[Path], conn) -> None:
     """Reader process: send encoded records in batches, then the counts (or the error, once)."""
-    counts = {k: 0 for k in COUNT_KEYS}
+    counts = new_counts(opts.source)
     try:
         batch: list[tuple[str, str, bytes]] = []
         for item in encoded_records(opts, files, counts):
@@ -254,7 +264,7 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
     ws.corpora.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{opts.corpus_id}.", suffix=".building", dir=ws.corpora))
     try:
-        counts = {k: 0 for k in COUNT_KEYS}
+        counts = new_counts(opts.source)
         n_records, first, last = _write_records(opts, files, counts, staging, progress)
         if not n_records:
             raise BadInput(f"empty corpus: no record of {len(files)} input file(s) passed the filters ({_summary(counts)})")
@@ -279,6 +289,7 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
                 "no_abstract": NO_ABSTRACT_RULE,
                 "query": QUERY_RULE,
                 "window": "inclusive, compared by day",
+                **source.rules,
             },
             "counts": counts,
             "n_records": n_records,
@@ -303,6 +314,13 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
 
 COUNT_KEYS = ("n_read", "n_duplicates", "n_outside_window", "n_other_categories",
               "n_query_mismatch", "n_no_abstract", "n_id_month_dropped", "n_relisted_old_ids")
+
+
+def new_counts(source: str) -> dict[str, int]:
+    """The manifest's counts, all zero: :data:`COUNT_KEYS` and the source's own (``count_keys``)."""
+    return {k: 0 for k in COUNT_KEYS + get_source(source).count_keys}
+
+
 INDEX_CHUNK = 25_000  # index rows sorted in memory at once (~4 MB); longer indexes are merged from sorted runs
 
 

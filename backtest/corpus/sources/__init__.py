@@ -39,9 +39,21 @@ class Source(Protocol):
 
 
 class RowSource:
-    """Base for adapters: ``records`` wraps ``rows`` in CorpusRecords."""
+    """Base for adapters: ``records`` wraps ``rows`` in CorpusRecords.
+
+    An adapter that changes what it reads (``arxiv-archive`` repairs float-mangled ids)
+    names its own manifest counts in ``count_keys`` and its rules in ``rules``; it adds to
+    ``counts`` (the builder hands in the manifest's dict) and sets ``last_id_repaired`` for
+    the row it last yielded, so the builder can count repaired ids that meet a correct one.
+    """
 
     name: str
+    count_keys: tuple[str, ...] = ()
+    rules: dict[str, str] = {}
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.last_id_repaired = False
 
     def rows(self, files: list[Path]) -> Iterator[dict]:  # pragma: no cover - overridden
         raise NotImplementedError
