@@ -2,8 +2,9 @@
 
 Covers: reproducible astro-2025 manifests (equal to the committed ones), `corpus verify`
 naming a tampered record, `--reproduce`, the arxiv-daily re-listing rule, the arxiv-oai
-adapter, `corpus export` of the past side only, space-2016, and the arxiv-archive repair of
-float-mangled ids.
+adapter, `corpus export` of the past side only, space-2016, the arxiv-archive repair of
+float-mangled ids, and version suffixes stripped from arXiv ids (the daily listings write
+`2604.21892v1` from 2026-04-25 on).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import csv
 import datetime as dt
 import json
 import lzma
+import re
 import shutil
 from pathlib import Path
 
@@ -57,9 +59,14 @@ def test_astro_2025_counts_and_relisting_rule(astro_ws):
     future = load_manifest("astro-2025-future", astro_ws)
     assert past.n_records == 5847  # the corpora README: 5,847 past papers by first listing day
     assert past.counts["n_read"] == future.counts["n_read"] == 16541
-    assert past.counts["n_duplicates"] == 2352  # 16,541 lines, 14,189 unique ids
-    # 8,342 future papers by first listing; those whose id month predates the window are dropped and counted
-    assert future.n_records + future.counts["n_id_month_dropped"] == 8342
+    assert past.counts["n_duplicates"] == 2389  # 16,541 lines, 14,152 unique papers (ids without a version)
+    # 8,305 future papers by first listing; those whose id month predates the window are dropped and counted
+    assert future.n_records + future.counts["n_id_month_dropped"] == 8305 == past.counts["n_outside_window"]
+    assert future.n_records == 8223 and future.counts["n_id_month_dropped"] == 82
+    # 2,820 listing rows from 2026-04-25 on carry a version; 72 of them re-list a paper first listed without one
+    for side in (past, future):
+        assert side.counts["n_id_versions_stripped"] == 2820 and side.counts["n_stripped_id_collisions"] == 72
+        assert "n_stripped_id_collisions" in side.rules["id_version"]
     assert future.counts["n_id_month_dropped"] > 0 and past.counts["n_relisted_old_ids"] > 0
     p = CorpusStore(past, astro_ws).dates
     f = CorpusStore(future, astro_ws).dates
@@ -162,6 +169,99 @@ def test_arxiv_daily_relisting_rule(tmp_path):
     assert "first listing" in future.rules["date"] and "id month" in future.rules["id_month"]
 
 
+@pytest.mark.parametrize("written, expected", [
+    # real ids of the astro-ph daily listings (from 2026-04-25 on they carry a version)
+    ("2604.21892v1", "2604.21892"), ("2602.01548v2", "2602.01548"), ("2508.19770v3", "2508.19770"),
+    ("astro-ph/9605168v1", "astro-ph/9605168"), ("astro-ph/9903433v3", "astro-ph/9903433"),
+    # more digits, other old-style archives, 4-digit new-style numbers, a kept arXiv: prefix
+    ("2512.07042v10", "2512.07042"), ("astro-ph/0601001v2", "astro-ph/0601001"), ("math.GT/0309136v1", "math.GT/0309136"),
+    ("0704.0001v3", "0704.0001"), ("arXiv:2604.21892v2", "arXiv:2604.21892"),
+    # no version, or not an arXiv id with one: unchanged
+    ("2604.21892", "2604.21892"), ("astro-ph/9605168", "astro-ph/9605168"), ("1234567", "1234567"),
+    ("12345v2", "12345v2"), ("2604.21892v0", "2604.21892v0"), ("2604.21892v", "2604.21892v"),
+    ("2604.21892v1v2", "2604.21892v1v2"), ("2604.21892V1", "2604.21892V1"), ("W2741809807v2", "W2741809807v2"),
+    ("2025ApJ...990L...1v", "2025ApJ...990L...1v"), ("v1", "v1"),
+])
+def test_strip_arxiv_version(written, expected):
+    from backtest.corpus.sources import strip_arxiv_version
+
+    assert strip_arxiv_version(written) == expected
+
+
+def test_arxiv_daily_versioned_ids_are_stripped_and_deduplicated(tmp_path, monkeypatch):
+    """Real listing rows (tests/fixtures/astro-ph-daily-versions): papers first listed without a version and
+    re-listed with one from 2026-04-25 on, versions v1..v3, an old-style id listed twice with a version."""
+    folder = FIXTURES / "astro-ph-daily-versions"
+    ws = Workspace(tmp_path / "ws")
+    everything = build_corpus(BuildOptions("arxiv-daily", [folder], "all", "past"), ws)
+    records = {r.id: r for r in CorpusStore(everything, ws).iter_records()}
+    assert sorted(records) == ["2508.19770", "2512.07042", "2602.01548", "2604.17536", "2604.21892", "2606.15490",
+                               "astro-ph/9605168"]
+    # the first listing wins, with its own title and day, whatever version the later ones carry
+    first = {}
+    for path in sorted(folder.iterdir()):
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            first.setdefault(re.sub(r"v\d+$", "", row["id"]), (path.name[:10], row["title"]))
+    assert {i: (r.published.isoformat(), r.title) for i, r in records.items()} == {
+        i: (day, " ".join(title.split())) for i, (day, title) in first.items()}
+    assert records["2604.21892"].published == dt.date(2026, 4, 24) and records["2512.07042"].published == dt.date(2025, 12, 9)
+    c = everything.counts
+    assert c["n_read"] == 14 and c["n_id_versions_stripped"] == 10 and c["n_duplicates"] == 7
+    # 2604.21892v1 and 2604.17536v2 (twice each), 2602.01548v2, 2512.07042v1 meet a first listing without a
+    # version; astro-ph/9605168v1 listed again meets itself, which is an ordinary duplicate
+    assert c["n_stripped_id_collisions"] == 6 and c["n_relisted_old_ids"] == 2  # 2508.19770, astro-ph/9605168
+    assert "2604.21892v1" in everything.rules["id_version"]
+    future = build_corpus(BuildOptions("arxiv-daily", [folder], "fut", "future", start=dt.date(2025, 12, 1)), ws)
+    assert [r.id for r in CorpusStore(future, ws).iter_records()] == ["2512.07042", "2602.01548", "2604.17536",
+                                                                      "2604.21892", "2606.15490"]
+    assert future.counts["n_id_month_dropped"] == 2
+    # the reader process and the in-process path count the same
+    monkeypatch.setenv("BACKTEST_BUILD_PIPELINE", "0")
+    again = build_corpus(BuildOptions("arxiv-daily", [folder], "all2", "past"), ws)
+    assert again.counts == everything.counts and again.records_sha256 == everything.records_sha256
+
+
+def test_jsonl_versioned_ids_are_stripped(tmp_path):
+    from backtest.corpus.sources import get_source
+
+    src = _jsonl_records(tmp_path / "in" / "a.jsonl", [("2604.21892", "2026-04-24"), ("2604.21892v1", "2026-04-25"),
+                                                       ("astro-ph/0601001v2", "2006-01-02"), ("W123", "2020-01-02")])
+    ws = Workspace(tmp_path / "ws")
+    manifest = build_corpus(BuildOptions("jsonl", [src], "j", "past"), ws)
+    records = {r.id: r.published for r in CorpusStore(manifest, ws).iter_records()}
+    assert records == {"2604.21892": dt.date(2026, 4, 24), "W123": dt.date(2020, 1, 2), "astro-ph/0601001": dt.date(2006, 1, 2)}
+    assert manifest.counts["n_id_versions_stripped"] == 2 and manifest.counts["n_stripped_id_collisions"] == 1
+    assert [r.id for r in get_source("jsonl").records([src])] == ["2604.21892", "2604.21892", "astro-ph/0601001", "W123"]
+
+
+@needs_shared
+def test_astro_2025_future_has_no_versioned_ids_and_no_duplicate_papers(astro_ws):
+    """The daily listings write versioned ids from 2026-04-25 on; the built corpora hold each paper once, bare."""
+    first_versioned = None
+    listed_bare_then_versioned = set()
+    bare_seen = set()
+    for path in sorted(DAILY.glob("*.jsonl.xz")):
+        with lzma.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                identifier = json.loads(line)["id"]
+                match = re.fullmatch(r"(.+?)v\d+", identifier)
+                if match is None:
+                    bare_seen.add(identifier)
+                    continue
+                first_versioned = first_versioned or path.name[:10]
+                if match.group(1) in bare_seen:
+                    listed_bare_then_versioned.add(match.group(1))
+    assert first_versioned == "2026-04-25" and len(listed_bare_then_versioned) == 37
+    ids = {}
+    for cid in ("astro-2025-past", "astro-2025-future"):
+        ids[cid] = [line.split("\t")[0] for line in (astro_ws.corpus_dir(cid) / "index.tsv").read_text().splitlines()]
+        assert not [i for i in ids[cid] if re.search(r"v\d+$", i)], cid
+        assert len(ids[cid]) == len(set(ids[cid])), cid
+    assert len(ids["astro-2025-future"]) == 8223
+    assert listed_bare_then_versioned <= set(ids["astro-2025-future"])
+
+
 def test_arxiv_oai_snapshot_fixture(tmp_path):
     """The OAI snapshot format: versions (RFC 2822), space-separated categories, authors_parsed."""
     ws = Workspace(tmp_path / "ws")
@@ -181,6 +281,8 @@ def test_arxiv_oai_snapshot_fixture(tmp_path):
     assert c["n_read"] == 6 and c["n_duplicates"] == 1 and c["n_no_abstract"] == 1
     assert c["n_outside_window"] == 1 and c["n_other_categories"] == 1
     assert "n_ids_repaired" not in c and "id_repair" not in manifest.rules  # only arxiv-archive repairs ids
+    # no versioned id: no version counts and no rule, so the manifest is what it was before the rule existed
+    assert "n_id_versions_stripped" not in c and "n_stripped_id_collisions" not in c and "id_version" not in manifest.rules
 
 
 @needs_shared

