@@ -11,13 +11,21 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test test-fast demo demo-fetched instances astro-2025 space-2016 freeze score report bench clean-corpora
+.PHONY: install install-browser test test-fast demo demo-fetched instances astro-2025 space-2016 freeze score report bench clean-corpora
 
 install:  ## create .venv and install backtest with its test and local-LLM extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip wheel setuptools
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[test,llm]'
+
+# Debian's Chromium, for the test that opens report.html in a headless browser (it skips without one).
+# A system package: needs root or sudo; without either this says so and installs nothing.
+install-browser:  ## install Debian's chromium (root or sudo) for the report screenshot test
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium present: $$(command -v chromium)"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "cannot install chromium (not root, no sudo): the report screenshot test will skip"; fi
 
 test:  ## the whole suite, slow real-model and real-server tests included
 	$(BIN)/pytest
