@@ -66,20 +66,6 @@ def make_demo_submission(past, out_dir: str | Path, n: int = 12, seed: int = 0, 
     return out
 
 
-def find_frozen_copy(ws, instance_id: str, system: str, questions_bytes: bytes) -> Path | None:
-    """An existing frozen set of ``system`` on ``instance_id`` holding exactly these questions, if any."""
-    from .freeze import QUESTIONS_FILE, frozen_sets
-    from .seal import sha256_bytes
-
-    digest = sha256_bytes(questions_bytes)
-    for folder in frozen_sets(ws):
-        if folder.parent.name == system and folder.parent.parent.name == instance_id:
-            q = folder / QUESTIONS_FILE
-            if q.is_file() and sha256_bytes(q.read_bytes()) == digest:
-                return folder
-    return None
-
-
 def run_demo(ws, instance_id: str = "astro-2025", n: int = 12, seed: int = 0, progress: bool = False,
              judge_spec: str = "offline"):
     """Make the demo submission, freeze it (or reuse an identical frozen set), score it offline.
@@ -87,7 +73,7 @@ def run_demo(ws, instance_id: str = "astro-2025", n: int = 12, seed: int = 0, pr
     Returns the :class:`~backtest.score.ScoreResult`; a rerun reuses the frozen set and the
     complete run, so it is quick and writes nothing new.
     """
-    from .freeze import freeze_submission
+    from .freeze import freeze_once
     from .instance import load_instance, open_past_corpus
     from .score import score_frozen
 
@@ -95,7 +81,5 @@ def run_demo(ws, instance_id: str = "astro-2025", n: int = 12, seed: int = 0, pr
     past = open_past_corpus(instance, ws)
     sub = make_demo_submission(past, ws.root / "submissions" / DEMO_SYSTEM, n=n, seed=seed,
                                domain=instance.domain or "astrophysics")
-    frozen = find_frozen_copy(ws, instance_id, DEMO_SYSTEM, (sub / "questions.jsonl").read_bytes())
-    if frozen is None:
-        frozen = freeze_submission(sub, instance_id, ws)
+    frozen, _ = freeze_once(sub, instance_id, ws)
     return score_frozen(frozen, ws, judge_spec=judge_spec, progress=progress)

@@ -296,3 +296,57 @@ def audit_markdown(report: dict[str, Any]) -> str:
     note = (f"\nSame-rate = share of variants the rule calls the same as their original; {report['n_variants']} variants "
             f"of {report['n_questions']} questions. Ideal: 1 for kept meaning, 0 for changed meaning.\n")
     return "\n".join(lines) + "\n" + note
+
+
+# --------------------------------------------------------------------------- one study, as the CLI runs it
+
+
+def ranked_texts(question_sets: dict[str, Sequence[Any]]) -> dict[str, list[str]]:
+    """Each set's question texts in rank order (ties by question id), from Question records."""
+    return {name: [q.question for q in sorted(qs, key=lambda q: (q.rank, q.question_id))] for name, qs in question_sets.items()}
+
+
+def build_rules(names: Sequence[str], cache_dir=None, llm_config=None) -> list[EquivalenceRule]:
+    """The equivalence rules named (duplicates dropped), the embedding one caching under ``cache_dir``."""
+    from .equivalence import get_rule
+
+    built = []
+    for name in dict.fromkeys(names):
+        if name == "llm":
+            from . import equivalence_llm  # noqa: F401  (registers the llm rule)
+
+            built.append(get_rule("llm", config=llm_config))
+        elif name == "embedding" and cache_dir is not None:
+            built.append(get_rule("embedding", cache_dir=cache_dir))
+        else:
+            built.append(get_rule(name))
+    return built
+
+
+def diversity_study(question_sets: dict[str, Sequence[str]], rules: Sequence[EquivalenceRule],
+                    groupings: Sequence[str] = GROUPINGS, audit: bool = True,
+                    audit_max: int | None = None) -> tuple[dict[str, Any], str]:
+    """Distinct counts of every set (and the perturbation audit over the sets' questions).
+
+    ``question_sets`` maps a system to its questions in rank order. Returns the JSON-ready
+    report and its Markdown (distinct table, then the audit table).
+    """
+    report: dict[str, Any] = {"distinct": distinct_report(question_sets, rules, groupings=list(dict.fromkeys(groupings)))}
+    md = "## Distinct questions per set\n\n" + distinct_markdown(report["distinct"])
+    if audit:
+        pool = [q for name in sorted(question_sets) for q in list(question_sets[name])[:audit_max]]
+        report["audit"] = perturbation_audit(pool, rules)
+        md += "\n## Perturbation audit\n\n" + audit_markdown(report["audit"])
+    return report, md
+
+
+def write_diversity(report: dict[str, Any], markdown: str, out_dir) -> None:
+    """Write ``diversity.json`` and ``diversity.md`` into ``out_dir`` (atomically)."""
+    from pathlib import Path
+
+    from .fileio import atomic_write_text, write_json
+
+    out = Path(out_dir)
+    write_json(out / "diversity.json", report)
+    atomic_write_text(out / "diversity.md", "# Diversity\n\n" + markdown)
+

@@ -160,6 +160,35 @@ def freeze_submission(submission_dir: str | Path, instance_id: str, ws: Workspac
     return final
 
 
+def find_frozen_copy(ws: Workspace, instance_id: str, system: str, questions_bytes: bytes) -> Path | None:
+    """An existing frozen set of ``system`` on ``instance_id`` holding exactly these questions, if any."""
+    digest = sha256_bytes(questions_bytes)
+    for folder in frozen_sets(ws):
+        if folder.parent.name == system and folder.parent.parent.name == instance_id:
+            q = folder / QUESTIONS_FILE
+            if q.is_file() and sha256_bytes(q.read_bytes()) == digest:
+                return folder
+    return None
+
+
+def freeze_once(submission_dir: str | Path, instance_id: str, ws: Workspace, dedup: str = "report") -> tuple[Path, bool]:
+    """Freeze a submission unless an identical frozen set of its system exists; ``(folder, reused)``.
+
+    For reruns of deterministic pipelines (the demo, ``backtest baselines``): the same
+    questions are not sealed again as a new version. The gates run only on a new freeze.
+    """
+    folder = Path(submission_dir)
+    try:
+        system = SubmissionMetadata.model_validate_json((folder / METADATA_FILE).read_bytes()).system_name
+        questions = (folder / QUESTIONS_FILE).read_bytes()
+    except (OSError, ValueError):
+        return freeze_submission(folder, instance_id, ws, dedup=dedup), False  # the gates name what is wrong
+    existing = find_frozen_copy(ws, instance_id, system, questions)
+    if existing is not None:
+        return existing, True
+    return freeze_submission(folder, instance_id, ws, dedup=dedup), False
+
+
 # --------------------------------------------------------------------------- loading and verifying
 
 

@@ -67,12 +67,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _rel(path: Path, ws: Workspace) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(ws.root))
-    except ValueError:
-        return str(Path(path).resolve())
-
 
 def run_settings(bundle, instance, judge) -> dict[str, Any]:
     """Everything that changes a run's labels; its sha256 names the default run id."""
@@ -89,7 +83,7 @@ def run_settings(bundle, instance, judge) -> dict[str, Any]:
 def judge_spec_of(judge, ws: Workspace) -> str:
     """How ``get_judge`` finds this judge again: its config path (relative to the root when inside), or its name."""
     path = getattr(judge, "config_path", None)
-    return _rel(Path(path), ws) if path else judge.name
+    return ws.relative(Path(path)) if path else judge.name
 
 
 def default_run_id(judge_name: str, settings: dict[str, Any]) -> str:
@@ -302,7 +296,7 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
     run: dict[str, Any] = {
         "schema_version": "1", "run_id": run_id, "status": "running", "backtest_version": __version__,
         "instance_id": instance.instance_id, "instance_seal": instance.seal, "cutoff": str(instance.cutoff),
-        "system": system, "frozen_path": _rel(frozen_path, ws), "frozen_seal": bundle.frozen.seal,
+        "system": system, "frozen_path": ws.relative(frozen_path), "frozen_seal": bundle.frozen.seal,
         "frozen_version": bundle.frozen.version, "n_questions": len(questions),
         "retriever": None, "judge": {**judge.info().model_dump(mode="json"), "spec": judge_spec_of(judge, ws)},
         "judge_settings": judge.settings(),

@@ -144,7 +144,7 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
                     progress(row)
                 continue
             run_info = read_json(Path(run_dir) / "RUN.json")
-            row.update(status="scored", frozen=_rel(frozen, ws), run=_rel(run_dir, ws), valid=run_info.get("valid"),
+            row.update(status="scored", frozen=ws.relative(frozen), run=ws.relative(run_dir), valid=run_info.get("valid"),
                        **rates_of_run(run_dir))
             rows.append(row)
             if progress:
@@ -164,12 +164,6 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
     table["markdown_path"], table["json_path"] = str(md_path), str(json_path)
     return table
 
-
-def _rel(path: Path, ws: Workspace) -> str:
-    try:
-        return Path(path).resolve().relative_to(ws.root).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def format_rate(rate: dict[str, Any]) -> str:

@@ -64,3 +64,11 @@ class Workspace:
     def instance_path(self, instance_id: str) -> Path:
         """``manifests/instances/<id>.json``."""
         return self.manifests / "instances" / f"{check_safe_name(instance_id, 'instance id')}.json"
+
+    def relative(self, path: str | os.PathLike) -> str:
+        """``path`` relative to the root (POSIX form) when it lies inside it, else the absolute path."""
+        resolved = Path(path).resolve()
+        try:
+            return resolved.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(resolved)

@@ -192,3 +192,41 @@ def write_arena(result: dict[str, Any], contexts: Sequence[ArenaContext], out_di
         md += "\n" + rubric_markdown(result["rubric"])
     atomic_write_text(out / "leaderboard.md", md)
     return out
+
+
+def arena_study(contexts: Sequence[ArenaContext] | None = None, question_sets: dict | None = None, past=None,
+                judge: str = "offline", root: Path | None = None, fold: str = "average",
+                n_boot: int = DEFAULT_REPLICATES, seed: int = 0, cluster: bool = False, threshold: float = 0.15,
+                ridge: float = DEFAULT_RIDGE, rubric: str = "offline", rubric_config: Path | None = None,
+                progress=None) -> tuple[dict[str, Any], list[ArenaContext], str]:
+    """One arena as ``backtest arena`` runs it: contexts, pairwise judge, fit, rubric.
+
+    Give either ``contexts`` (user-provided) or ``question_sets`` (system → Questions,
+    grouped into shared past-evidence neighbourhoods; ``past`` supplies evidence text).
+    ``judge`` is a pairwise judge spec (``offline``, ``position-a``, ``judges/NAME.toml``);
+    ``progress`` is a tqdm-like bar (its total is set here). Returns the result, the
+    contexts with two or more systems, and the run id (a hash of everything that
+    decides the result).
+    """
+    from ..errors import BadInput
+    from ..seal import sha256_json
+    from .contexts import neighbourhood_contexts
+    from .pairwise import get_pairwise_judge
+    from .rubric import get_rubric
+
+    if contexts is None:
+        contexts = neighbourhood_contexts(question_sets or {}, past, threshold=threshold)
+    multi = [c for c in contexts if len(c.outputs) >= 2]
+    if not multi:
+        raise BadInput("no context holds outputs of two systems: nothing to compare (try a lower --threshold)")
+    pairwise = get_pairwise_judge(judge, root=root)
+    scorer = None if rubric == "none" else get_rubric(rubric, **({"config": rubric_config} if rubric_config else {}))
+    if progress is not None:
+        progress.total = sum(len(c.outputs) * (len(c.outputs) - 1) // 2 for c in multi)
+        progress.refresh()
+    result = run_arena(multi, pairwise, fold=fold, n_boot=n_boot, seed=seed, cluster=cluster, ridge=ridge,
+                       rubric=scorer, progress=None if progress is None else progress.update)
+    run_id = sha256_json({"contexts": [c.model_dump(mode="json") for c in multi], "judge": result["judge"], "fold": fold,
+                          "n_boot": n_boot, "seed": seed, "cluster": cluster, "ridge": ridge, "rubric": rubric})[:12]
+    return result, multi, run_id
+

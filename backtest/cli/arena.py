@@ -24,6 +24,18 @@ def _question_sets(paths) -> dict:
     return sets
 
 
+def _past_of(instance_id: str, question_sets: dict, ws):
+    """The instance's past corpus, after checking the sets were made for its cutoff."""
+    from ..arena.contexts import cutoff_of
+    from ..instance import load_instance, open_past_corpus
+
+    instance = load_instance(instance_id, ws)
+    cutoff = cutoff_of(question_sets)
+    if cutoff is not None and cutoff != instance.cutoff:
+        raise BadInput(f"the question sets' cutoff {cutoff} is not instance {instance_id}'s cutoff {instance.cutoff}")
+    return open_past_corpus(instance, ws)
+
+
 @cli.command("arena")
 @click.argument("sets", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--instance", "instance_id", help="Instance whose past corpus gives the evidence text of each context.")
@@ -56,44 +68,26 @@ def arena(ctx, sets, instance_id, contexts_file, judge, fold, n_boot, seed, clus
     two or more systems on the same instance; contexts are their shared past-evidence
     neighbourhoods. Writes arena.json, cases.jsonl, contexts.jsonl and leaderboard.md.
     """
-    from ..arena.contexts import load_user_contexts, neighbourhood_contexts
-    from ..arena.pairwise import get_pairwise_judge
-    from ..arena.rubric import get_rubric
-    from ..arena.run import leaderboard_markdown, rubric_markdown, run_arena, write_arena
-    from ..seal import sha256_json
+    from ..arena.contexts import load_user_contexts
+    from ..arena.run import arena_study, leaderboard_markdown, rubric_markdown, write_arena
 
     ws = workspace(ctx)
     if bool(sets) == bool(contexts_file):
         raise BadInput("give either question SETS or --contexts FILE (not both, not neither)")
+    contexts = question_sets = past = None
     if contexts_file:
         contexts = load_user_contexts(contexts_file)
     else:
-        from ..arena.contexts import cutoff_of
-
         question_sets = _question_sets(sets)
-        past = None
         if instance_id:
-            from ..instance import load_instance, open_past_corpus
-
-            instance = load_instance(instance_id, ws)
-            cutoff = cutoff_of(question_sets)
-            if cutoff is not None and cutoff != instance.cutoff:
-                raise BadInput(f"the question sets' cutoff {cutoff} is not instance {instance_id}'s cutoff {instance.cutoff}")
-            past = open_past_corpus(instance, ws)
-        contexts = neighbourhood_contexts(question_sets, past, threshold=threshold)
-    multi = [c for c in contexts if len(c.outputs) >= 2]
-    if not multi:
-        raise BadInput("no context holds outputs of two systems: nothing to compare (try a lower --threshold)")
-    pairwise = get_pairwise_judge(judge, root=ws.root)
-    scorer = None if rubric == "none" else get_rubric(rubric, **({"config": rubric_config} if rubric_config else {}))
-    n_pairs = sum(len(c.outputs) * (len(c.outputs) - 1) // 2 for c in multi)
-    with tqdm(total=n_pairs, desc="judging pairs", unit=" pair", disable=not progress_enabled()) as bar:
-        result = run_arena(multi, pairwise, fold=fold, n_boot=n_boot, seed=seed, cluster=cluster, ridge=ridge,
-                           rubric=scorer, progress=bar.update)
+            past = _past_of(instance_id, question_sets, ws)
+    with tqdm(desc="judging pairs", unit=" pair", disable=not progress_enabled()) as bar:
+        result, multi, run_id = arena_study(
+            contexts=contexts, question_sets=question_sets, past=past, judge=judge, root=ws.root, fold=fold, n_boot=n_boot,
+            seed=seed, cluster=cluster, threshold=threshold, ridge=ridge, rubric=rubric, rubric_config=rubric_config,
+            progress=bar)
     result["inputs"] = {"sets": [str(p) for p in sets], "contexts_file": str(contexts_file) if contexts_file else None,
                         "instance": instance_id, "threshold": threshold, "cluster": cluster, "seed": seed}
-    run_id = sha256_json({"contexts": [c.model_dump(mode="json") for c in multi], "judge": result["judge"], "fold": fold,
-                          "n_boot": n_boot, "seed": seed, "cluster": cluster, "ridge": ridge, "rubric": rubric})[:12]
     out = out or ws.results / (instance_id or "user") / "arena" / run_id
     write_arena(result, multi, out)
     if as_json:
@@ -123,34 +117,16 @@ def diversity(ctx, sets, rules, groupings, audit, audit_max, llm_config, out, as
 
     SETS are submission folders, frozen set folders (verified) or questions.jsonl files.
     """
-    from ..diversity import audit_markdown, distinct_markdown, distinct_report, perturbation_audit
-    from ..equivalence import get_rule
-    from ..fileio import atomic_write_text, write_json
+    from ..diversity import build_rules, diversity_study, ranked_texts, write_diversity
     from ..seal import sha256_json
 
     ws = workspace(ctx)
-    question_sets = {name: [q.question for q in sorted(qs, key=lambda q: (q.rank, q.question_id))]
-                     for name, qs in _question_sets(sets).items()}
-    built = []
-    for name in dict.fromkeys(rules):
-        if name == "llm":
-            from .. import equivalence_llm  # noqa: F401  (registers the llm rule)
-
-            built.append(get_rule("llm", config=llm_config))
-        elif name == "embedding":
-            built.append(get_rule("embedding", cache_dir=ws.cache / "equivalence"))
-        else:
-            built.append(get_rule(name))
-    report = {"distinct": distinct_report(question_sets, built, groupings=list(dict.fromkeys(groupings)))}
-    md = "## Distinct questions per set\n\n" + distinct_markdown(report["distinct"])
-    if audit:
-        pool = [q for name in sorted(question_sets) for q in question_sets[name][:audit_max]]
-        report["audit"] = perturbation_audit(pool, built)
-        md += "\n## Perturbation audit\n\n" + audit_markdown(report["audit"])
+    question_sets = ranked_texts(_question_sets(sets))
+    built = build_rules(rules, cache_dir=ws.cache / "equivalence", llm_config=llm_config)
+    report, md = diversity_study(question_sets, built, groupings=groupings, audit=audit, audit_max=audit_max)
     out = out or ws.results / "diversity" / sha256_json({"sets": question_sets, "rules": [r.name for r in built],
                                                          "groupings": groupings, "audit": audit, "audit_max": audit_max})[:12]
-    write_json(out / "diversity.json", report)
-    atomic_write_text(out / "diversity.md", "# Diversity\n\n" + md)
+    write_diversity(report, md, out)
     if as_json:
         echo_json(report)
         return
