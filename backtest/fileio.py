@@ -93,17 +93,23 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
         yield lineno, obj
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """Read one JSON document, raising BadInput with the file name on any problem."""
+def read_text_file(path: str | os.PathLike) -> str:
+    """A UTF-8 text file's contents, raising BadInput naming the file when it is missing, unreadable or not UTF-8."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
     except UnicodeDecodeError:
         raise BadInput(f"{path}: not valid UTF-8") from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """Read one JSON document, raising BadInput with the file name on any problem."""
+    path = Path(path)
+    text = read_text_file(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .errors import BadInput, CheckFailed
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, read_text_file
 from .seal import sha256_file
 
 SUMS_FILE = "SHA256SUMS"
@@ -62,14 +62,11 @@ def parse_sums(path: str | Path) -> dict[str, str]:
     path listed twice.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not valid UTF-8") from None
+    text = read_text_file(path)
     sums: dict[str, str] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # split on newlines only: str.splitlines would also break a line at \v, \f or \x1c, which a file name may hold
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         match = _LINE.match(line)

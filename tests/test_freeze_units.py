@@ -167,3 +167,20 @@ def test_tfidf_and_embedding_agree_on_a_paraphrase():
     both = pairs_above_all(texts, [tfidf, get_rule("embedding")])
     assert [(i, j) for i, j, _ in both] == [(0, 1)] and both[0][2]["embedding"] >= 0.77
     assert clusters(texts, get_rule("embedding")) == [[0, 1], [2], [3]]
+
+
+def test_sums_lines_split_on_newlines_only(tmp_path):
+    """A file name holding \\f or \\v survives a SHA256SUMS round trip (str.splitlines would cut the line there),
+    and a CRLF file still parses."""
+    from backtest.sums import parse_sums, verify_sums, write_sums
+
+    (tmp_path / "odd\fname.txt").write_text("a")
+    (tmp_path / "plain.txt").write_text("b")
+    write_sums(tmp_path)
+    sums = parse_sums(tmp_path / "SHA256SUMS")
+    assert set(sums) == {"odd\fname.txt", "plain.txt"}
+    assert verify_sums(tmp_path).ok
+    crlf = tmp_path / "crlf" / "SHA256SUMS"
+    crlf.parent.mkdir()
+    crlf.write_bytes((tmp_path / "SHA256SUMS").read_bytes().replace(b"\n", b"\r\n"))
+    assert parse_sums(crlf) == sums
