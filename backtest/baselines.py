@@ -50,7 +50,9 @@ def run_baselines(ws, instance_id: str, n: int = 125, seed: int = 0, judge_spec:
             rows.append({"generator": name, "skipped": reason})
             continue
         log(f"{name}: generating {n} questions (seed {seed})")
-        made = run_generator(name, instance_id, ws, n=n, seed=seed, options=options)
+        # only an LLM generator gets the endpoint options: they are recorded in metadata.json, and the freeze gate
+        # rightly refuses a set whose metadata names a model that llm_components does not declare
+        made = run_generator(name, instance_id, ws, n=n, seed=seed, options=options if name in NEEDS_ENDPOINT else {})
         frozen, reused = freeze_once(made["out"], instance_id, ws)
         log(f"{name}: {made['n_questions']} questions, {'reusing' if reused else 'froze'} {ws.relative(frozen)}; scoring")
         result = score_frozen(frozen, ws, judge_spec=judge_spec, progress=progress)

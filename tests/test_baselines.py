@@ -62,3 +62,17 @@ def test_baselines_end_to_end_and_rerun(astro_ep_ws, copy_ws, cli, monkeypatch):
 def test_baselines_rejects_an_unknown_generator(astro_ep_ws, cli):
     code, out, err = cli(["baselines", "--instance", INSTANCE, "--generator", "oracle"], root=astro_ep_ws.root)
     assert code == 2 and "unknown generator 'oracle'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_llm_options_reach_only_the_llm_generator(astro_ep_ws, copy_ws, cli):
+    """An endpoint given for direct_llm is not written into the other systems' metadata (the freeze gate would
+    refuse a set whose metadata names a model that llm_components does not declare)."""
+    ws = copy_ws(astro_ep_ws)
+    code, out, err = cli(["baselines", "--instance", INSTANCE, "--n", "5", "--generator", "random_claims",
+                          "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "gemma-3-270m"], root=ws.root)
+    assert code == 0, err
+    assert "fewer than two systems scored" in out
+    metadata = json.loads((ws.root / "submissions" / INSTANCE / "random_claims" / "metadata.json").read_text())
+    assert "llm_base_url" not in json.dumps(metadata) and "gemma" not in json.dumps(metadata)
+    summary = json.loads((ws.results / INSTANCE / "baselines" / "BASELINES.json").read_text())
+    assert [r["generator"] for r in summary["systems"]] == ["random_claims"] and "compare" not in summary

@@ -170,3 +170,20 @@ def test_cli_unknown_generator_and_direct_llm_without_endpoint(cli, tmp_path, mo
 
     with pytest.raises(NoEndpoint, match="direct_llm skipped: no LLM endpoint configured"):
         DirectLLM().generate(GenerationContext(instance=None, past=None, options={}))  # type: ignore[arg-type]
+
+
+def test_direct_llm_topics_are_category_names_and_every_pair_is_asked_once():
+    """direct_llm's prompts name the past corpus's main arXiv categories (>= 2%), and the seeded plan asks every
+    (topic, angle) pair once before repeating; a corpus without categories falls back to the domain line."""
+    from types import SimpleNamespace
+
+    from backtest.generators.direct_llm import ANGLES, CATEGORY_NAMES, prompt_plan, topic_names
+
+    cats = ["astro-ph.EP"] * 60 + ["astro-ph.SR"] * 38 + ["hep-th"] * 1 + ["nucl-ex"] * 1
+    records = [SimpleNamespace(categories=[c, "astro-ph.GA"]) for c in cats] + [SimpleNamespace(categories=[])]
+    past = SimpleNamespace(iter_records=lambda: iter(records))
+    assert topic_names(past) == [CATEGORY_NAMES["astro-ph.EP"], CATEGORY_NAMES["astro-ph.SR"]]
+    plan = prompt_plan(topic_names(past), seed=3)
+    assert len(plan) == 2 * len(ANGLES) == len(set(plan))
+    assert plan == prompt_plan(topic_names(past), seed=3) != prompt_plan(topic_names(past), seed=4)
+    assert {t for t, _ in prompt_plan([], seed=0)} == {None}

@@ -1,9 +1,15 @@
 """``direct_llm`` — bare prompting: an LLM asked for research questions about the domain and cutoff.
 
 The model sees no corpus evidence: only the instance's short domain description
-(``Instance.domain``) and its cutoff date, plus an "angle" per batch (observations,
-theory, instruments, methods, tensions...) so that batches differ. It answers a
-JSON schema ``{"questions": [string, ...]}`` at temperature 0; answers are cached
+(``Instance.domain``) and its cutoff date, plus, per call, one subfield and one
+"angle". The subfields are the *names* of the arXiv categories that make up at least
+2% of the past corpus (a topic list, like the domain line: no titles, abstracts or
+counts reach the model); the angles (observations, theory, instruments, methods,
+tensions...) come from a fixed list. Every (subfield, angle) pair is asked once, in
+a seeded order, before any pair is asked again, so that a small model does not
+repeat one batch of generic questions. Calls go out in waves of the client's
+concurrency, and answers are used in call order. The model answers a JSON schema
+``{"questions": [string, ...]}`` at temperature 0; answers are cached
 (``.cache/generators/llm-generators.sqlite``), so a rerun with the same endpoint,
 model and seed is byte-identical.
 
@@ -27,13 +33,24 @@ from .llm import clean_llm_question, component, llm_client, llm_settings
 from .protocol import Draft, GenerationContext, GenerationResult
 from .select import select_diverse
 
+# Names of the arXiv categories the reference instances are built from (arxiv.org/category_taxonomy).
+CATEGORY_NAMES = {
+    "astro-ph.CO": "cosmology and nongalactic astrophysics", "astro-ph.EP": "earth and planetary astrophysics (exoplanets)",
+    "astro-ph.GA": "astrophysics of galaxies", "astro-ph.HE": "high energy astrophysical phenomena",
+    "astro-ph.IM": "instrumentation and methods for astrophysics", "astro-ph.SR": "solar and stellar astrophysics",
+    "physics.space-ph": "space physics", "physics.ao-ph": "atmospheric and oceanic physics",
+    "physics.geo-ph": "geophysics", "physics.plasm-ph": "plasma physics", "physics.flu-dyn": "fluid dynamics",
+    "gr-qc": "general relativity and quantum cosmology", "hep-ph": "high energy physics phenomenology",
+    "hep-ex": "high energy physics experiment", "nucl-th": "nuclear theory",
+}
+MIN_TOPIC_SHARE = 0.02
 ANGLES = (
     "open observational questions", "theoretical and modelling questions", "questions about instruments and data quality",
     "questions about analysis methods and statistics", "apparent tensions between published results",
     "questions about specific named objects or systems", "questions that upcoming facilities or datasets could settle",
     "questions about physical mechanisms and their relative importance",
 )
-PER_CALL = 10
+PER_CALL = 5
 EVIDENCE_K = 3
 MAX_EVIDENCE_CHARS = 1200
 SCHEMA = {
@@ -47,7 +64,8 @@ SYSTEM = ("You are an expert researcher. You propose specific, falsifiable, open
 PROMPT = (
     "Research domain: {domain}.\n"
     "Today is {cutoff}; you know only what was published on or before this date.\n"
-    "Propose {k} distinct open research questions in this domain, focusing on {angle}. "
+    "Subfield: {topic}.\n"
+    "Propose {k} distinct open research questions in this subfield, focusing on {angle}. "
     "Each question is one sentence that ends with a single question mark, names concrete objects, quantities or "
     "methods where possible, and could be settled by work published after {cutoff}.\n"
     'Return {{"questions": [...]}}.'
@@ -82,41 +100,65 @@ def nearest_past(questions: list[str], ctx: GenerationContext, k: int = EVIDENCE
     return out
 
 
+def topic_names(past) -> list[str]:
+    """Names of the arXiv categories holding at least 2% of the past corpus's primary categories, most common first."""
+    from collections import Counter
+
+    counts = Counter(r.categories[0] for r in past.iter_records() if r.categories)
+    total = sum(counts.values())
+    kept = sorted((c for c, k in counts.items() if k >= MIN_TOPIC_SHARE * total), key=lambda c: (-counts[c], c))
+    return [CATEGORY_NAMES.get(c, c) for c in kept]
+
+
+def prompt_plan(topics: list[str], seed: int) -> list[tuple[str | None, str]]:
+    """Every (topic, angle) pair once, in a seeded order (topic None when the corpus names none)."""
+    import random
+
+    pairs = [(t, a) for t in (topics or [None]) for a in ANGLES]
+    random.Random(seed).shuffle(pairs)
+    return pairs
+
+
+def prompt_messages(ctx: GenerationContext, plan: list[tuple[str | None, str]], call: int) -> list[dict[str, str]]:
+    """The chat messages of call number ``call`` (0-based): its plan pair, and the round once the plan repeats."""
+    topic, angle = plan[call % len(plan)]
+    prompt = PROMPT.format(domain=ctx.domain, cutoff=ctx.cutoff.isoformat(), k=PER_CALL, angle=angle,
+                           topic=topic or ctx.domain)
+    round_ = call // len(plan)
+    if round_:
+        prompt += f"\nThis is request {round_ + 1} on this focus: avoid the most obvious questions."
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+
+
 class DirectLLM:
     """Questions from a bare prompt (domain + cutoff); evidence attached afterwards by retrieval."""
 
     name = "direct_llm"
-    version = "1"
+    version = "2"
 
     def generate(self, ctx: GenerationContext) -> GenerationResult:
-        """Prompt in batches until ``ctx.n`` clean, distinct questions (or the call budget is spent)."""
-        settings = llm_settings(ctx.options, self.name, max_tokens=int(ctx.options.get("llm_max_tokens", 1024)),
+        """Prompt in waves until ``ctx.n`` clean, distinct questions (or the call budget is spent)."""
+        from ..llm_client import ChatRequest, LLMError
+
+        settings = llm_settings(ctx.options, self.name, max_tokens=int(ctx.options.get("llm_max_tokens", 512)),
                                 seed=ctx.seed)
         client = llm_client(settings, ctx.cache_dir)
+        plan = prompt_plan(topic_names(ctx.past), ctx.seed)
         seen: dict[str, None] = {}
         max_calls = max(3, 3 * -(-ctx.n // PER_CALL))
         calls = 0
         try:
             while len(seen) < ctx.n + ctx.n // 4 and calls < max_calls:
-                angle = ANGLES[calls % len(ANGLES)]
-                round_ = calls // len(ANGLES)
-                prompt = PROMPT.format(domain=ctx.domain, cutoff=ctx.cutoff.isoformat(), k=PER_CALL, angle=angle)
-                if round_:
-                    prompt += f"\nThis is request {round_ + 1} on this focus: avoid the most obvious questions."
-                messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-                calls += 1
-                try:
-                    answer = client.chat(messages, schema=SCHEMA, schema_name="questions")
-                except Exception as exc:  # noqa: BLE001 - one bad batch must not sink the run
-                    from ..llm_client import LLMError
-
-                    if isinstance(exc, LLMError):
+                wave = [ChatRequest(messages=tuple(prompt_messages(ctx, plan, i)), schema=SCHEMA, schema_name="questions")
+                        for i in range(calls, min(max_calls, calls + settings.concurrency))]
+                calls += len(wave)
+                for answer in client.chat_many(wave):
+                    if isinstance(answer, LLMError):  # one bad batch must not sink the run
                         continue
-                    raise
-                for text in (answer.parsed or {}).get("questions", []):
-                    cleaned = clean_llm_question(text)
-                    if cleaned and cleaned.lower() not in {s.lower() for s in seen}:
-                        seen[cleaned] = None
+                    for text in (answer.parsed or {}).get("questions", []):
+                        cleaned = clean_llm_question(text)
+                        if cleaned and cleaned.lower() not in {s.lower() for s in seen}:
+                            seen[cleaned] = None
         finally:
             client.close()
         questions = list(seen)
@@ -125,14 +167,14 @@ class DirectLLM:
         if not chosen:
             raise CheckFailed(f"{self.name}: {settings.model} gave no usable question in {calls} call(s) "
                               "(each must be one sentence ending in a single '?')")
-        if chosen:
-            for draft, evidence in zip(chosen, nearest_past([d.question for d in chosen], ctx)):
-                draft.source_evidence_ids = evidence
+        for draft, evidence in zip(chosen, nearest_past([d.question for d in chosen], ctx)):
+            draft.source_evidence_ids = evidence
         return GenerationResult(
             drafts=chosen,
-            description=(f"Bare prompting: the LLM {settings.model} was asked for open research questions about the "
-                         f"domain and cutoff only (no corpus evidence); the {EVIDENCE_K} nearest past papers "
-                         "(dense MiniLM retrieval over the past corpus) were attached as evidence afterwards."),
+            description=(f"Bare prompting: the LLM {settings.model} was asked for open research questions given only the "
+                         "domain, the cutoff and the names of the past corpus's main arXiv categories (no corpus evidence); "
+                         f"the {EVIDENCE_K} nearest past papers (dense MiniLM retrieval over the past corpus) were attached "
+                         "as evidence afterwards."),
             llm_components=[component(settings, ctx.options, "question generation")],
             generated_at_meaning=("as-of date: the cutoff day, the date the model was asked to answer as of; the model's "
                                   "own training cutoff is declared in llm_components. Answers are cached, so reruns "
