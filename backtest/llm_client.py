@@ -149,6 +149,7 @@ class ChatRequest:
     schema_name: str = "answer"
     key_extra: dict[str, Any] | None = None
     validate: Callable[[dict[str, Any]], Any] | None = None
+    seed: int | None = None  # overrides the settings' seed for this call (sampling at temperature > 0)
 
 
 class ResponseCache:
@@ -242,13 +243,14 @@ class LLMClient:
     # ------------------------------------------------------------------ keys and bodies
 
     def request_body(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None = None,
-                     schema_name: str = "answer") -> dict[str, Any]:
-        """The JSON body sent to ``/chat/completions`` (holds no key)."""
+                     schema_name: str = "answer", seed: int | None = None) -> dict[str, Any]:
+        """The JSON body sent to ``/chat/completions`` (holds no key); ``seed`` overrides the settings' seed."""
         s = self.settings
         body: dict[str, Any] = {"model": s.model, "messages": [dict(m) for m in messages],
                                 "temperature": s.temperature, "max_tokens": s.max_tokens, "stream": False}
-        if s.seed is not None:
-            body["seed"] = s.seed
+        seed = s.seed if seed is None else seed
+        if seed is not None:
+            body["seed"] = seed
         if schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": schema_name, "strict": True, "schema": schema}}
@@ -259,8 +261,11 @@ class LLMClient:
         """sha256 over everything that changes the answer (never the key, timeout or retry policy)."""
         return sha256_text(canonical_json(self._key_material(messages, schema, schema_name, key_extra)))
 
-    def _key_material(self, messages, schema, schema_name, key_extra) -> dict[str, Any]:
-        return {"v": CACHE_SCHEMA_VERSION, "settings": self.settings.answer_fields(),
+    def _key_material(self, messages, schema, schema_name, key_extra, seed: int | None = None) -> dict[str, Any]:
+        settings = self.settings.answer_fields()
+        if seed is not None:
+            settings["seed"] = seed
+        return {"v": CACHE_SCHEMA_VERSION, "settings": settings,
                 "messages": [dict(m) for m in messages], "schema": schema, "schema_name": schema_name,
                 "extra": key_extra or {}}
 
@@ -290,13 +295,14 @@ class LLMClient:
 
     def chat(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None = None, schema_name: str = "answer",
              key_extra: dict[str, Any] | None = None, validate: Callable[[dict[str, Any]], Any] | None = None,
-             use_cache: bool = True) -> LLMResponse:
+             use_cache: bool = True, seed: int | None = None) -> LLMResponse:
         """One chat completion, from the cache when possible; raise :class:`LLMError` when all tries fail.
 
         With ``schema`` the answer must be a JSON object (and pass ``validate``, which should
-        raise ``ValueError`` to reject it); a bad answer is retried like a 5xx.
+        raise ``ValueError`` to reject it); a bad answer is retried like a 5xx. ``seed``
+        overrides the settings' sampling seed for this call (and in the cache key).
         """
-        material = self._key_material(messages, schema, schema_name, key_extra)
+        material = self._key_material(messages, schema, schema_name, key_extra, seed)
         key = sha256_text(canonical_json(material))
         if use_cache and self.cache is not None:
             hit = self.cache.get(key)
@@ -306,7 +312,7 @@ class LLMClient:
                 self._count(cache_hits=1, cached_prompt_tokens=int(usage.get("prompt_tokens", 0)),
                             cached_completion_tokens=int(usage.get("completion_tokens", 0)))
                 return LLMResponse(content, parsed, usage, key, True, 0, finish)
-        body = self.request_body(messages, schema, schema_name)
+        body = self.request_body(messages, schema, schema_name, seed)
         s = self.settings
         last_error = "no attempt made"
         last_content: str | None = None
@@ -368,7 +374,8 @@ class LLMClient:
         def one(index_req: tuple[int, ChatRequest]) -> LLMResponse | LLMError:
             index, req = index_req
             try:
-                out: LLMResponse | LLMError = self.chat(list(req.messages), req.schema, req.schema_name, req.key_extra, req.validate)
+                out: LLMResponse | LLMError = self.chat(list(req.messages), req.schema, req.schema_name, req.key_extra, req.validate,
+                                                         seed=req.seed)
             except LLMError as exc:
                 out = exc
             if on_done is not None:

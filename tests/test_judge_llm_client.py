@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from backtest.llm_client import ChatRequest, LLMClient, LLMError, LLMSettings, _retry_after_seconds
+from backtest.seal import canonical_json, sha256_text
 
 KEY = "sk-test-NEVER-WRITE-ME-4242"
 
@@ -186,3 +187,15 @@ def test_retry_after_forms():
     assert _retry_after_seconds(None) is None and _retry_after_seconds("soon") is None
     future = email.utils.formatdate(time.time() + 30, usegmt=True)
     assert 20 < _retry_after_seconds(future) <= 30
+
+
+def test_a_per_call_seed_reaches_the_body_and_the_cache_key():
+    """ChatRequest.seed / chat(seed=) override the settings' seed in the request and in the cache key,
+    so sampled calls with different seeds are cached apart and a given seed is one cache entry."""
+    client = LLMClient(LLMSettings(base_url="http://h:1", model="m", temperature=0.8, seed=0))
+    msgs = [{"role": "user", "content": "q"}]
+    assert client.request_body(msgs)["seed"] == 0 and client.request_body(msgs, seed=7)["seed"] == 7
+    keys = {client.cache_key(msgs)} | {sha256_text(canonical_json(client._key_material(msgs, None, "answer", None, seed)))
+                                       for seed in (7, 8)}
+    assert len(keys) == 3
+    assert ChatRequest(messages=tuple(msgs), seed=5).seed == 5

@@ -19,7 +19,7 @@ class NoEndpoint(BadInput):
     """No LLM endpoint configured: the generator is skipped (exit 2, one line, nothing written)."""
 
 
-def llm_settings(options: dict[str, Any], who: str, max_tokens: int = 1024, seed: int = 0):
+def llm_settings(options: dict[str, Any], who: str, max_tokens: int = 1024, seed: int = 0, temperature: float = 0.0):
     """LLMSettings from the generator options, or raise :class:`NoEndpoint` naming ``who``."""
     from ..llm_client import LLMSettings
 
@@ -28,7 +28,7 @@ def llm_settings(options: dict[str, Any], who: str, max_tokens: int = 1024, seed
         raise NoEndpoint(f"{who} skipped: no LLM endpoint configured (pass --llm-base-url and --llm-model, "
                          f"or set BACKTEST_LLM_BASE_URL and BACKTEST_LLM_MODEL)")
     return LLMSettings(base_url=base_url, model=model, api_key_env=options.get("llm_api_key_env") or None,
-                       temperature=0.0, max_tokens=max_tokens, seed=seed, timeout_s=300.0, concurrency=2)
+                       temperature=temperature, max_tokens=max_tokens, seed=seed, timeout_s=300.0, concurrency=2)
 
 
 def llm_client(settings, cache_dir):
