@@ -187,3 +187,20 @@ def test_direct_llm_topics_are_category_names_and_every_pair_is_asked_once():
     assert len(plan) == 2 * len(ANGLES) == len(set(plan))
     assert plan == prompt_plan(topic_names(past), seed=3) != prompt_plan(topic_names(past), seed=4)
     assert {t for t, _ in prompt_plan([], seed=0)} == {None}
+
+
+@pytest.mark.parametrize("raw, cleaned", [
+    ("what is a binary system", "What is a binary system?"),
+    ("1. Why are Earths habitable planets more likely to have atmospheres?",
+     "Why are Earths habitable planets more likely to have atmospheres?"),
+    ('"How do hot Jupiters migrate inward?"', "How do hot Jupiters migrate inward?"),
+    ("The sky is blue", None),                      # not a question
+    ("what is the role of the", None),              # cut off mid-sentence
+    ("Is it? Or is it not?", None),                 # two questions
+    ("why?", None),                                 # too short to be a research question
+    (42, None),
+])
+def test_clean_llm_question(raw, cleaned):
+    from backtest.generators.llm import clean_llm_question
+
+    assert clean_llm_question(raw) == cleaned

@@ -10,6 +10,7 @@ only ever read from the environment by the client.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import BadInput
@@ -45,11 +46,26 @@ def component(settings, options: dict[str, Any], role: str) -> dict[str, Any]:
             "endpoint": settings.base_url.rstrip("/")}
 
 
+_INTERROGATIVE = re.compile(r"^(?:what|which|why|how|when|where|who|whose|whom|is|are|was|were|do|does|did|can|could|"
+                            r"will|would|should|has|have|had|to what extent)\b", re.IGNORECASE)
+
+
 def clean_llm_question(text: Any, max_chars: int = 400) -> str | None:
-    """One usable question from an LLM string: a single sentence ending in one '?', or None."""
+    """One usable question from an LLM string: a single sentence ending in one '?', or None.
+
+    List numbering and quotes are stripped, the first letter is capitalised, and a question
+    that opens with an interrogative word but lost its '?' (small models often drop it) gets
+    one; a string that is cut off mid-sentence (ends in a comma or a dangling word) does not.
+    """
     if not isinstance(text, str):
         return None
     text = " ".join(text.split()).strip().strip("\"'").lstrip("-*0123456789.) ").strip()
+    if "?" not in text and _INTERROGATIVE.match(text) and text[-1:].isalnum() and not text.endswith(_DANGLING):
+        text += "?"
+    text = text[:1].upper() + text[1:]
     if text.count("?") != 1 or not text.endswith("?") or not (20 <= len(text) <= max_chars):
         return None
     return text
+
+
+_DANGLING = (" a", " an", " the", " of", " in", " and", " or", " to", " with", " for", " which", " that")
