@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow
 SHARED = REPO.parent / "shared"
 
 
+@pytest.mark.timeout(3600)  # idle 2 cores: ~15 min, most of it embedding the future corpus once
 def test_make_demo_from_a_clean_clone(tmp_path):
     if not (SHARED / "corpora" / "astro-ph-daily").is_dir():
         pytest.skip(f"{SHARED}/corpora/astro-ph-daily not found")
