@@ -149,7 +149,7 @@ class DirectLLM:
                                 seed=ctx.seed, temperature=TEMPERATURE)
         client = llm_client(settings, ctx.cache_dir)
         plan = prompt_plan(topic_names(ctx.past), ctx.seed)
-        seen: dict[str, None] = {}
+        seen: dict[str, str] = {}  # lower-cased question -> its first spelling, in call order
         max_calls = max(3, 3 * -(-ctx.n // PER_CALL))
         calls = 0
         try:
@@ -163,11 +163,11 @@ class DirectLLM:
                         continue
                     for text in (answer.parsed or {}).get("questions", []):
                         cleaned = clean_llm_question(text)
-                        if cleaned and cleaned.lower() not in {s.lower() for s in seen}:
-                            seen[cleaned] = None
+                        if cleaned:
+                            seen.setdefault(cleaned.lower(), cleaned)  # the first spelling of a question wins
         finally:
             client.close()
-        questions = list(seen)
+        questions = list(seen.values())
         drafts = [Draft(question=q, source_evidence_ids=["pending"], signal_type="direct_prompt") for q in questions]
         chosen = select_diverse(drafts, ctx.n, embedding=True, cache_dir=ctx.cache_dir)
         if not chosen:

@@ -48,6 +48,7 @@ def component(settings, options: dict[str, Any], role: str) -> dict[str, Any]:
 
 _INTERROGATIVE = re.compile(r"^(?:what|which|why|how|when|where|who|whose|whom|is|are|was|were|do|does|did|can|could|"
                             r"will|would|should|has|have|had|to what extent)\b", re.IGNORECASE)
+_DANGLING = (" a", " an", " the", " of", " in", " and", " or", " to", " with", " for", " which", " that")
 
 
 def clean_llm_question(text: Any, max_chars: int = 400) -> str | None:
@@ -67,5 +68,3 @@ def clean_llm_question(text: Any, max_chars: int = 400) -> str | None:
         return None
     return text
 
-
-_DANGLING = (" a", " an", " the", " of", " in", " and", " or", " to", " with", " for", " which", " that")
