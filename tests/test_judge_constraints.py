@@ -70,9 +70,12 @@ def test_malformed_answer_raises_value_error():
         to_judgment("q1", {"outcome": "answered"}, SHOWN, INFO)
 
 
-def test_duplicate_citations_are_deduplicated():
+def test_duplicate_citations_are_merged_and_flagged():
+    # found by the real Gemma judge in CI: a merged duplicate left raw_answer with no reason
     j = to_judgment("q1", answer(ids=("2511.00001", "2511.00001", "2512.00002")), SHOWN, INFO)
     assert j.supporting_ids == ["2511.00001", "2512.00002"]
+    assert j.needs_review == ["citations merged: cited more than once: 2511.00001"]
+    assert [e["id"] for e in j.model_dump()["raw_answer"]["evidence"]] == ["2511.00001", "2511.00001", "2512.00002"]
 
 
 def test_retry_message_names_problems_and_allowed_ids():

@@ -11,6 +11,7 @@ The rules (DESIGN.md, "Conservatism" and "Isolation"):
    stand: it is counted as ``not_addressed``, the judge's own label is kept in
    ``raw_answer`` and the judgment is flagged.
 3. **``not_addressed`` carries no citations.** Citations on it are dropped and flagged.
+   A document cited twice is kept once (the first citation) and flagged.
 4. **Unknown labels are flagged, never mapped.** An outcome or premise status outside
    the label set stays exactly as the judge wrote it and is flagged ``needs_review``.
 
@@ -82,10 +83,15 @@ def to_judgment(question_id: str, answer: dict[str, Any] | JudgeAnswer, shown_id
     reasons = list(extra_reasons) + [f"constraint: {p}" for p in problems]
     evidence: list[EvidenceItem] = []
     seen: set[str] = set()
+    repeated: list[str] = []
     for item in ans.evidence:
-        if item.id in shown and item.id not in seen:
+        if item.id in seen:
+            repeated.append(item.id)
+        elif item.id in shown:
             seen.add(item.id)
             evidence.append(EvidenceItem(id=item.id, relevance=item.relevance))
+    if repeated:
+        reasons.append(f"citations merged: cited more than once: {', '.join(dict.fromkeys(repeated))}")
     outcome = ans.outcome
     if outcome in ENGAGED_OUTCOMES and not evidence:
         outcome = "not_addressed"
