@@ -6,6 +6,8 @@ corpora and instances are made once per session in a temporary workspace.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import os
 import shutil
@@ -60,12 +62,24 @@ def cli(capsys):
     return call
 
 
+def build_from_repo(opts: BuildOptions, ws: Workspace):
+    """``build_corpus`` as ``make instances`` runs it: from the repository root, inputs named relative to it.
+
+    A manifest records its inputs as given and the seal covers them, so only this way does
+    a corpus built here get the committed seal (with ../shared beside the repo), and so
+    share cached embeddings and indexes with `make demo` instead of embedding again.
+    """
+    relative = dataclasses.replace(opts, inputs=[Path(os.path.relpath(p, REPO)) for p in opts.inputs])
+    with contextlib.chdir(REPO):
+        return build_corpus(relative, ws)
+
+
 def build_astro(ws: Workspace, cutoff=dt.date(2025, 10, 31), end=dt.date(2026, 7, 1), categories=None, suffix="") -> str:
     """Build the astro-2025 instance (optionally restricted to categories) into ``ws``; return its id."""
     cats = list(categories or [])
-    past = build_corpus(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-past", "past", end=cutoff, categories=cats), ws)
-    future = build_corpus(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-future", "future",
-                                       start=cutoff + dt.timedelta(days=1), end=end, categories=cats), ws)
+    past = build_from_repo(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-past", "past", end=cutoff, categories=cats), ws)
+    future = build_from_repo(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-future", "future",
+                                          start=cutoff + dt.timedelta(days=1), end=end, categories=cats), ws)
     create_instance(f"astro-2025{suffix}", cutoff, past.corpus_id, future.corpus_id, ws,
                     domain="astrophysics (arXiv astro-ph), exoplanet atmospheres in focus")
     return f"astro-2025{suffix}"
@@ -114,10 +128,10 @@ def build_space(ws: Workspace) -> str:
     """Build the space-2016 instance (physics.space-ph/ao-ph/geo-ph/plasm-ph, cutoff 2016-12-31) into ``ws``."""
     inputs = [ARCHIVE / f"physics.{c}.tsv.xz" for c in ("space-ph", "ao-ph", "geo-ph")]
     cats = ["physics.space-ph", "physics.ao-ph", "physics.geo-ph", "physics.plasm-ph"]
-    past = build_corpus(BuildOptions("arxiv-archive", inputs, "space-2016-past", "past", start=dt.date(2010, 1, 1),
-                                     end=dt.date(2016, 12, 31), categories=cats), ws)
-    future = build_corpus(BuildOptions("arxiv-archive", inputs, "space-2016-future", "future", start=dt.date(2017, 1, 1),
-                                       end=dt.date(2019, 12, 31), categories=cats), ws)
+    past = build_from_repo(BuildOptions("arxiv-archive", inputs, "space-2016-past", "past", start=dt.date(2010, 1, 1),
+                                        end=dt.date(2016, 12, 31), categories=cats), ws)
+    future = build_from_repo(BuildOptions("arxiv-archive", inputs, "space-2016-future", "future", start=dt.date(2017, 1, 1),
+                                          end=dt.date(2019, 12, 31), categories=cats), ws)
     create_instance("space-2016", dt.date(2016, 12, 31), past.corpus_id, future.corpus_id, ws,
                     domain="space, atmospheric, geo- and plasma physics (arXiv physics.space-ph, ao-ph, geo-ph, plasm-ph)")
     return "space-2016"
