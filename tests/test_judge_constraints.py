@@ -74,8 +74,21 @@ def test_duplicate_citations_are_merged_and_flagged():
     # found by the real Gemma judge in CI: a merged duplicate left raw_answer with no reason
     j = to_judgment("q1", answer(ids=("2511.00001", "2511.00001", "2512.00002")), SHOWN, INFO)
     assert j.supporting_ids == ["2511.00001", "2512.00002"]
-    assert j.needs_review == ["citations merged: cited more than once: 2511.00001"]
+    assert j.needs_review == ["constraint: cited more than once (cite each document once): 2511.00001"]
     assert [e["id"] for e in j.model_dump()["raw_answer"]["evidence"]] == ["2511.00001", "2511.00001", "2512.00002"]
+
+
+@pytest.mark.parametrize("outcome", OUTCOMES + ("solved",))
+@pytest.mark.parametrize("ids", [(), ("2511.00001",), ("2511.00001", "2512.00002"), ("9999.99999",),
+                                 ("2511.00001", "2511.00001"), ("9999.99999", "2511.00001"), ("9999.99999", "9999.99999")])
+def test_an_answer_is_changed_exactly_when_it_breaks_a_rule(outcome, ids):
+    """Nothing silent: the unchanged answer is kept, and the judgment flagged, iff a constraint was broken."""
+    raw = answer(outcome=outcome, ids=ids)
+    j = to_judgment("q1", raw, SHOWN, INFO).model_dump()
+    problems = check_answer(raw, SHOWN)
+    assert ("raw_answer" in j) == bool(problems) == bool(j["needs_review"])
+    if not problems:
+        assert (j["outcome"], j["supporting_ids"]) == (outcome, list(ids))
 
 
 def test_retry_message_names_problems_and_allowed_ids():

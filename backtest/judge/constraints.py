@@ -11,7 +11,8 @@ The rules (DESIGN.md, "Conservatism" and "Isolation"):
    stand: it is counted as ``not_addressed``, the judge's own label is kept in
    ``raw_answer`` and the judgment is flagged.
 3. **``not_addressed`` carries no citations.** Citations on it are dropped and flagged.
-   A document cited twice is kept once (the first citation) and flagged.
+   A document cited twice is a violation too (asked again, then kept once, the first
+   citation, and flagged).
 4. **Unknown labels are flagged, never mapped.** An outcome or premise status outside
    the label set stays exactly as the judge wrote it and is flagged ``needs_review``.
 
@@ -21,6 +22,7 @@ unchanged answer in ``raw_answer``.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterable
 
 from pydantic import ValidationError
@@ -53,6 +55,9 @@ def check_answer(answer: dict[str, Any] | JudgeAnswer, shown_ids: Iterable[str])
     foreign = [i for i in dict.fromkeys(cited) if i not in shown]
     if foreign:
         problems.append(f"cited ids not among the documents shown: {', '.join(foreign)}")
+    repeated = [i for i, n in Counter(cited).items() if n > 1]
+    if repeated:
+        problems.append(f"cited more than once (cite each document once): {', '.join(repeated)}")
     valid = [i for i in cited if i in shown]
     if ans.outcome in ENGAGED_OUTCOMES and not valid:
         problems.append(f"outcome {ans.outcome!r} needs at least one cited document from those shown")
@@ -83,15 +88,10 @@ def to_judgment(question_id: str, answer: dict[str, Any] | JudgeAnswer, shown_id
     reasons = list(extra_reasons) + [f"constraint: {p}" for p in problems]
     evidence: list[EvidenceItem] = []
     seen: set[str] = set()
-    repeated: list[str] = []
     for item in ans.evidence:
-        if item.id in seen:
-            repeated.append(item.id)
-        elif item.id in shown:
+        if item.id in shown and item.id not in seen:
             seen.add(item.id)
             evidence.append(EvidenceItem(id=item.id, relevance=item.relevance))
-    if repeated:
-        reasons.append(f"citations merged: cited more than once: {', '.join(dict.fromkeys(repeated))}")
     outcome = ans.outcome
     if outcome in ENGAGED_OUTCOMES and not evidence:
         outcome = "not_addressed"
