@@ -78,6 +78,11 @@ def _id_month_ok(month: tuple[int, int] | None, role: str, window_start: dt.date
     return True
 
 
+# Id rewrites a source may make as it reads a row (the source's flag for the last row read)
+# and the count of duplicates where one occurrence was rewritten and the other was not.
+ID_REWRITES = (("last_id_repaired", "n_repaired_id_collisions"), ("last_id_stripped", "n_stripped_id_collisions"))
+
+
 def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int]) -> Iterator[dict]:
     """Stream ``files`` of the source as field dicts through every filter, updating ``counts``.
 
@@ -96,23 +101,21 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
     matches = _query_matcher(opts.query)
     start, end = opts.start, opts.end
     seen: set[str] = set()
-    repaired: set[str] = set()  # ids whose first occurrence the source repaired
-    stripped: set[str] = set()  # ids whose first occurrence lost a version suffix
+    # per id rewrite a source may make: the ids whose first occurrence it rewrote
+    rewritten: dict[str, set[str]] = {flag: set() for flag, _ in ID_REWRITES}
     for row in source.rows(files):
         counts["n_read"] += 1
         identifier = row["id"]
         if identifier in seen:
             counts["n_duplicates"] += 1
-            if source.last_id_repaired != (identifier in repaired):
-                counts["n_repaired_id_collisions"] += 1
-            if source.last_id_stripped != (identifier in stripped):
-                counts["n_stripped_id_collisions"] = counts.get("n_stripped_id_collisions", 0) + 1
+            for flag, collisions in ID_REWRITES:
+                if getattr(source, flag) != (identifier in rewritten[flag]):
+                    counts[collisions] = counts.get(collisions, 0) + 1
             continue
         seen.add(identifier)
-        if source.last_id_repaired:
-            repaired.add(identifier)
-        if source.last_id_stripped:
-            stripped.add(identifier)
+        for flag, _ in ID_REWRITES:
+            if getattr(source, flag):
+                rewritten[flag].add(identifier)
         day = row["published"]
         if (start and day < start) or (end and day > end):
             counts["n_outside_window"] += 1
