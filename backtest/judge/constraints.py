@@ -5,14 +5,13 @@ The rules (DESIGN.md, "Conservatism" and "Isolation"):
 1. **A judge may cite only what it was shown.** Cited ids outside the documents
    shown are a violation; the judge is asked once more with the error message
    (:func:`retry_message`); if it persists the foreign ids are dropped and the
-   judgment is flagged ``needs_review``.
+   judgment is flagged ``needs_review``. A document cited twice is handled the same
+   way: asked again once, then kept once (its first citation) and flagged.
 2. **Engaged outcomes need evidence.** ``answered``, ``partially_addressed`` and
    ``posed_but_open`` need at least one valid citation. Without one the label cannot
    stand: it is counted as ``not_addressed``, the judge's own label is kept in
    ``raw_answer`` and the judgment is flagged.
 3. **``not_addressed`` carries no citations.** Citations on it are dropped and flagged.
-   A document cited twice is a violation too (asked again, then kept once, the first
-   citation, and flagged).
 4. **Unknown labels are flagged, never mapped.** An outcome or premise status outside
    the label set stays exactly as the judge wrote it and is flagged ``needs_review``.
 
