@@ -116,7 +116,7 @@ demo-fetched:
 	  --past astro-demo-past --future astro-demo-future --domain "astrophysics (arXiv astro-ph.EP, fetched for the demo)"
 	$(BACKTEST) demo --instance astro-demo
 
-bench:  ## benchmarks; results in bench/results/*.json
+bench: instances  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench
 
 clean-corpora:  ## remove built corpus records (manifests stay; `make instances` rebuilds)

@@ -18,7 +18,7 @@ BM25, on all 100 files of arxiv-archive-2020 sealed as one *future* corpus:
   linear it is); ``ours`` is also measured on the same 30k subsample, so one speedup
   needs no extrapolation at all.
 
-Dense, on the astro-2025 future corpus (~8,300 papers):
+Dense, on the repository's astro-2025 future corpus (8,223 papers; `make bench` runs `make instances` first):
 
 - embedding throughput (docs/s) of ``all-MiniLM-L6-v2`` on a sample of abstracts;
 - faiss exact (``IndexFlatIP``) versus approximate (HNSW, IVF) build time, query
@@ -34,6 +34,7 @@ too, with the load average at the start.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import random
@@ -99,7 +100,7 @@ def _arxiv_docs(shared: Path, quick: bool):
     archive = shared / "corpora" / "arxiv-archive-2020"
     files = sorted(archive.glob("*.tsv.xz"))[: 10 if quick else None]
     corpus_id = "arxiv-2020-first10" if quick else "arxiv-2020-all"
-    ws = Workspace(CACHE / "arxiv-ws")
+    ws = Workspace(CACHE / f"arxiv-ws-{_builder_stamp()}")
     ws.root.mkdir(parents=True, exist_ok=True)
     if not ws.manifest_path(corpus_id).is_file():
         build_corpus(BuildOptions("arxiv-archive", files, corpus_id, "future"), ws)
@@ -216,21 +217,28 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
     return out
 
 
-def _astro_docs(shared: Path, quick: bool):
-    import datetime as dt
+def _builder_stamp() -> str:
+    """A short hash of the corpus builder's code: a cached bench corpus is rebuilt when the builder changes."""
+    digest = hashlib.sha256()
+    for path in sorted((REPO / "backtest" / "corpus").rglob("*.py")):
+        digest.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
-    from backtest.corpus.build import BuildOptions, build_corpus
+
+def _astro_docs():
+    """The repository's own astro-2025 future corpus (built and reproduced by ``make instances``).
+
+    Using it, not a copy built here, keeps its seal the committed one, so its embeddings are
+    the ones ``make demo`` and the tests cache, and a stale copy cannot be measured.
+    """
     from backtest.corpus.store import CorpusStore
     from backtest.retrieve import load_future_docs
     from backtest.workspace import Workspace
 
-    ws = Workspace(CACHE / "astro-ws")
-    corpus_id = "astro-2025-future"
-    if not ws.manifest_path(corpus_id).is_file():
-        ws.root.mkdir(parents=True, exist_ok=True)
-        build_corpus(BuildOptions("arxiv-daily", [shared / "corpora" / "astro-ph-daily"], corpus_id, "future",
-                                  start=dt.date(2025, 11, 1), end=dt.date(2026, 7, 1)), ws)
-    return load_future_docs(CorpusStore.open(corpus_id, ws))
+    ws = Workspace(REPO)
+    if not ws.corpus_dir("astro-2025-future").joinpath("records.jsonl").is_file():
+        raise SystemExit("bench retrieval: corpora/astro-2025-future is not built; run `make instances` first")
+    return load_future_docs(CorpusStore.open("astro-2025-future", ws))
 
 
 def bench_dense(shared: Path, quick: bool) -> dict:
@@ -241,7 +249,7 @@ def bench_dense(shared: Path, quick: bool) -> dict:
     from backtest.retrieve.dense import corpus_embeddings, embeddings_cached
 
     os.environ["BACKTEST_INDEX_CACHE"] = str(REPO / ".cache" / "index-cache")
-    docs = _astro_docs(shared, quick)
+    docs = _astro_docs()
     load_model()
     sample = [docs.text(r) for r in random.Random(1).sample(range(len(docs)), 32 if quick else 128)]
     embed_texts(sample[:4])  # warm-up
