@@ -445,6 +445,23 @@ def test_verify_rebuild_compares_with_the_recorded_source(tmp_path, cli):
     assert report["drifted"] == ["x1", "x2"] and report["missing"] == ["x3"] and report["extra"] == ["x4"]
 
 
+def test_verify_rebuild_finds_relative_inputs_from_the_workspace_root(tmp_path, cli, monkeypatch):
+    """Inputs recorded relative to where the corpus was built (the workspace root) are found from anywhere."""
+    ws = Workspace(tmp_path / "ws")
+    _jsonl_records(ws.root / "in" / "a.jsonl", [("x1", "2020-01-02"), ("x2", "2020-01-03")])
+    monkeypatch.chdir(ws.root)
+    assert cli(["corpus", "build", "--source", "jsonl", "--input", "in/a.jsonl", "--id", "s", "--role", "past"])[0] == 0
+    assert load_manifest("s", ws).source["inputs"] == ["in/a.jsonl"]
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, out, err = cli(["corpus", "verify", "s", "--rebuild"], root=ws.root)
+    assert code == 0, err
+    # an input that is nowhere is named, in one line
+    (ws.root / "in" / "a.jsonl").unlink()
+    code, out, err = cli(["corpus", "verify", "s", "--rebuild"], root=ws.root)
+    assert code == 2 and "in/a.jsonl" in err and len(err.strip().splitlines()) == 1
+
+
 def test_external_index_sort_matches_a_single_sort(tmp_path, monkeypatch):
     """Index rows are sorted in runs and merged; with tiny runs the bytes equal a one-run build."""
     rows = [(f"id{(i * 7919) % 1000:04d}", f"2020-01-{1 + i % 28:02d}") for i in range(1000)]

@@ -9,6 +9,7 @@ the sealed ``manifests/<id>.json``. Nothing is held in memory but the id index.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import heapq
@@ -568,7 +569,8 @@ def rebuild_and_compare(manifest: CorpusManifest, ws: Workspace, scratch: Worksp
         categories=list(manifest.source.get("categories") or []),
         query=manifest.source.get("query"),
     )
-    rebuilt = build_corpus(opts, scratch)
+    with contextlib.chdir(_inputs_base(opts.inputs, ws)):
+        rebuilt = build_corpus(opts, scratch)
     report = VerifyReport(manifest.corpus_id, n_records=rebuilt.n_records)
     if rebuilt.seal == manifest.seal:
         return report
@@ -581,6 +583,22 @@ def rebuild_and_compare(manifest: CorpusManifest, ws: Workspace, scratch: Worksp
     for name, ids in (("drifted", report.drifted), ("missing from rebuild", report.missing), ("new in rebuild", report.extra)):
         report.problems.extend(f"record {i}: {name}" for i in ids)
     return report
+
+
+def _inputs_base(inputs: list[Path], ws: Workspace) -> Path:
+    """The folder that relative inputs recorded in a manifest are read from for a rebuild.
+
+    A manifest names its inputs as given (the seal covers them), so a rebuild must name them
+    the same way: from the current folder when they are there, else from the workspace root
+    (where `make instances` builds), so `--root` works from anywhere. When neither holds
+    them all, the current folder: the build then names the missing input.
+    """
+    here = Path.cwd()
+    if all(p.is_absolute() or p.exists() for p in inputs):
+        return here
+    if all((ws.root / p).exists() for p in inputs):
+        return ws.root
+    return here
 
 
 def _read_index(path: Path) -> dict[str, str]:
