@@ -79,3 +79,33 @@ def test_text_helpers_and_lexicons():
     assert judge.lexicon.find("open_question", "The origin of the haze remains unclear")
     assert not judge.lexicon.find("refute", "We model the atmosphere")
     assert set(LEXICONS) == {"resolution", "open_question", "tentative", "support", "refute", "weaken"}
+
+
+def _row(doc_id, doc_sim, **cues):
+    """A scored document as ``OfflineJudge.score_documents`` gives it, with the named cues found."""
+    names = ("resolution", "open_question", "tentative", "support", "refute", "weaken")
+    return {"id": doc_id, "doc_sim": doc_sim, "sent_sim": doc_sim, "engaged": True, "objects": ["wasp-39"], "shared": ["so2"],
+            "cues": {n: list(cues.get(n, [])) for n in names}}
+
+
+@pytest.mark.parametrize("rows, outcome, premise", [
+    # two resolving documents, the best similar enough: answered; two refutation cues, no support: refuted
+    ([_row("a", 0.7, resolution=["detect"], refute=["rule out"]), _row("b", 0.6, resolution=["measure"], refute=["exclude"])],
+     "answered", "refuted"),
+    # one refutation cue is not enough to refute: weakened
+    ([_row("a", 0.7, resolution=["detect"], refute=["rule out"])], "partially_addressed", "weakened"),
+    # refutation outweighed by support: supported
+    ([_row("a", 0.7, refute=["rule out"], support=["consistent with", "confirm"])], "partially_addressed", "supported"),
+    # a weakening cue beats no support
+    ([_row("a", 0.5, weaken=["in tension with"])], "partially_addressed", "weakened"),
+    # open-question cues without resolution: posed but open, no stance: still plausible
+    ([_row("a", 0.5, open_question=["remains unclear"])], "posed_but_open", "still_plausible"),
+])
+def test_decide_follows_the_documented_rules(rows, outcome, premise):
+    """The outcome and premise rules of the module docstring, on scored documents (no model needed)."""
+    q = Question(question_id="q", question="Is SO2 present in WASP-39 b?", domain="astro", cutoff_date=dt.date(2025, 10, 31),
+                 generated_at="2025-10-31", generation_system="t", source_evidence_ids=["x"], rank=1, frozen=True,
+                 premise="SO2 is present in WASP-39 b")
+    answer = OfflineJudge().decide(q, rows)
+    assert (answer["outcome"], answer["premise_status"]) == (outcome, premise)
+    assert [e["id"] for e in answer["evidence"]] == [r["id"] for r in rows]
