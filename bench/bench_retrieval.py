@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 
@@ -103,6 +104,9 @@ def _arxiv_docs(shared: Path, quick: bool):
     ws = Workspace(CACHE / f"arxiv-ws-{_builder_stamp()}")
     ws.root.mkdir(parents=True, exist_ok=True)
     if not ws.manifest_path(corpus_id).is_file():
+        for stale in CACHE.glob("arxiv-ws-*"):  # built by an older builder (hundreds of MB each)
+            if stale != ws.root:
+                shutil.rmtree(stale)
         build_corpus(BuildOptions("arxiv-archive", files, corpus_id, "future"), ws)
     with Timer() as t:
         docs = load_future_docs(CorpusStore.open(corpus_id, ws))
@@ -111,8 +115,6 @@ def _arxiv_docs(shared: Path, quick: bool):
 
 def bench_bm25(shared: Path, quick: bool) -> dict:
     """Build time, peak memory and top-8 q/s of ours vs bare bm25s vs rank-bm25 (see module doc)."""
-    import shutil
-
     import bm25s
     from rank_bm25 import BM25Okapi
 
