@@ -79,7 +79,6 @@ def run_baselines(ws, instance_id: str, n: int = 125, seed: int = 0, judge_spec:
     return summary
 
 
-
 def _frozen_question_sets(folders: Sequence[Path]) -> dict[str, list]:
     from .arena.contexts import load_question_set
 

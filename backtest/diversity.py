@@ -349,4 +349,3 @@ def write_diversity(report: dict[str, Any], markdown: str, out_dir) -> None:
     out = Path(out_dir)
     write_json(out / "diversity.json", report)
     atomic_write_text(out / "diversity.md", "# Diversity\n\n" + markdown)
-

@@ -322,4 +322,3 @@ def _set_problems(folder: Path, entry) -> list[str]:
     if frozen.seal != entry.frozen_seal:
         problems.append(f"{folder / FROZEN_FILE}: seal differs from its ledger entry (line {entry.seq + 1})")
     return problems
-

@@ -248,7 +248,7 @@ class LLMClient:
         s = self.settings
         body: dict[str, Any] = {"model": s.model, "messages": [dict(m) for m in messages],
                                 "temperature": s.temperature, "max_tokens": s.max_tokens, "stream": False}
-        seed = s.seed if seed is None else seed
+        seed = self._seed(seed)
         if seed is not None:
             body["seed"] = seed
         if schema is not None:
@@ -261,11 +261,12 @@ class LLMClient:
         """sha256 over everything that changes the answer (never the key, timeout or retry policy)."""
         return sha256_text(canonical_json(self._key_material(messages, schema, schema_name, key_extra)))
 
+    def _seed(self, seed: int | None) -> int | None:
+        """The sampling seed of one call: its own when given, else the settings'."""
+        return self.settings.seed if seed is None else seed
+
     def _key_material(self, messages, schema, schema_name, key_extra, seed: int | None = None) -> dict[str, Any]:
-        settings = self.settings.answer_fields()
-        if seed is not None:
-            settings["seed"] = seed
-        return {"v": CACHE_SCHEMA_VERSION, "settings": settings,
+        return {"v": CACHE_SCHEMA_VERSION, "settings": {**self.settings.answer_fields(), "seed": self._seed(seed)},
                 "messages": [dict(m) for m in messages], "schema": schema, "schema_name": schema_name,
                 "extra": key_extra or {}}
 

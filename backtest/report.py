@@ -24,6 +24,7 @@ from .stats import clopper_pearson
 _COLORS = {"answered": "#2b8a3e", "partially_addressed": "#74b816", "posed_but_open": "#f59f00", "not_addressed": "#adb5bd",
            "supported": "#1971c2", "refuted": "#c92a2a", "weakened": "#e8590c", "still_plausible": "#74c0fc",
            "not_applicable": "#ced4da"}
+HIST_COLOR = "#5c7cfa"  # the top-1 similarity histogram's bars
 
 
 def _rate_rows(section: dict[str, Any] | None, labels: Sequence[str], values: Sequence[str], n: int) -> list[dict[str, Any]]:
@@ -81,7 +82,7 @@ def similarity_histogram(values: Sequence[float], title: str = "top-1 retrieval 
 
     fig, ax = plt.subplots(figsize=(6.4, 2.6))
     if values:
-        ax.hist(values, bins=[i / 20 for i in range(21)], color="#5c7cfa", edgecolor="white")
+        ax.hist(values, bins=[i / 20 for i in range(21)], color=HIST_COLOR, edgecolor="white")
         mean = sum(values) / len(values)
         ax.axvline(mean, color="#343a40", linestyle="--", linewidth=1)
         ax.text(mean, ax.get_ylim()[1] * 0.9, f" mean {mean:.3f}", fontsize=8)

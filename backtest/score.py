@@ -67,7 +67,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-
 def run_settings(bundle, instance, judge) -> dict[str, Any]:
     """Everything that changes a run's labels; its sha256 names the default run id."""
     return {

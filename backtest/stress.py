@@ -165,7 +165,6 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
     return table
 
 
-
 def format_rate(rate: dict[str, Any]) -> str:
     """``0.240 [0.131, 0.382] (12/50)``."""
     if rate.get("rate") is None:

@@ -438,7 +438,7 @@ def test_report_renders_in_headless_chromium(score_ws, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
         pytest.skip("chromium not installed (make install-browser)")
-    from backtest.report import _COLORS
+    from backtest.report import _COLORS, HIST_COLOR
 
     ws, five, _ = score_ws
     run_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"
@@ -459,6 +459,6 @@ def test_report_renders_in_headless_chromium(score_ws, tmp_path):
         pixels = img.convert("RGB").getcolors(maxcolors=1 << 24)
     assert pixels is not None
     # the similarity histogram's bars, and the bar of the most frequent outcome, are painted
-    assert _near(pixels, (0x5C, 0x7C, 0xFA)) > 2000
+    assert _near(pixels, _hex(HIST_COLOR)) > 2000
     top_outcome = max(metrics["outcomes"], key=lambda k: metrics["outcomes"][k]["k"])
     assert _near(pixels, _hex(_COLORS[top_outcome])) > 1000, top_outcome

@@ -229,4 +229,3 @@ def arena_study(contexts: Sequence[ArenaContext] | None = None, question_sets: d
     run_id = sha256_json({"contexts": [c.model_dump(mode="json") for c in multi], "judge": result["judge"], "fold": fold,
                           "n_boot": n_boot, "seed": seed, "cluster": cluster, "ridge": ridge, "rubric": rubric})[:12]
     return result, multi, run_id
-

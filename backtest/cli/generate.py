@@ -10,7 +10,6 @@ from .common import echo_json, json_option, progress_enabled, workspace
 from .main import cli
 
 
-
 def llm_options(command):
     """The generators' LLM endpoint options (``direct_llm``, ``--verbalizer llm``), each also read from the environment."""
     for option in reversed([
@@ -103,4 +102,3 @@ def baselines(ctx, instance_id, n, seed, judge_spec, generators, out, diversity,
                             arena=arena, n_boot=n_boot, progress=progress_enabled(), log=log)
     if as_json:
         echo_json(summary)
-

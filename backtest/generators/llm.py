@@ -67,4 +67,3 @@ def clean_llm_question(text: Any, max_chars: int = 400) -> str | None:
     if text.count("?") != 1 or not text.endswith("?") or not (20 <= len(text) <= max_chars):
         return None
     return text
-
