@@ -50,10 +50,12 @@ CACHE_SCHEMA_VERSION = "1"
 class LLMError(RuntimeError):
     """The endpoint gave no usable answer after all retries (or a non-retryable error)."""
 
-    def __init__(self, message: str, attempts: int = 0, last_content: str | None = None):
+    def __init__(self, message: str, attempts: int = 0, last_content: str | None = None,
+                 usage: dict[str, int] | None = None):
         super().__init__(message)
         self.attempts = attempts
         self.last_content = last_content
+        self.usage = dict(usage or {})  # tokens the failed attempts still spent (answers that came back unusable)
 
 
 class InvalidAnswer(ValueError):
@@ -317,6 +319,7 @@ class LLMClient:
         s = self.settings
         last_error = "no attempt made"
         last_content: str | None = None
+        spent = {"prompt_tokens": 0, "completion_tokens": 0}  # over every completion that came back, usable or not
         for attempt in range(s.max_retries + 1):
             headers = {"Content-Type": "application/json"}
             api_key = s.api_key()
@@ -343,6 +346,8 @@ class LLMClient:
                         reason, last_error = "bad_body", "the response body is not a chat completion"
                     else:
                         self._count(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0))
+                        for name in spent:
+                            spent[name] += usage.get(name, 0)
                         last_content = content
                         try:
                             parsed = parse_json_object(content) if schema is not None else None
@@ -360,13 +365,13 @@ class LLMClient:
                         retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
                 else:
                     self._count(failures=1)
-                    raise LLMError(f"HTTP {resp.status_code} from {s.endpoint}: {resp.text[:200]!r}", attempt + 1)
+                    raise LLMError(f"HTTP {resp.status_code} from {s.endpoint}: {resp.text[:200]!r}", attempt + 1, usage=spent)
             if attempt < s.max_retries:
                 self._note_retry(reason)
                 self._sleep(self._backoff(attempt, retry_after))
         self._count(failures=1)
         raise LLMError(f"no usable answer from {s.endpoint} after {s.max_retries + 1} attempt(s): {last_error}",
-                       s.max_retries + 1, last_content)
+                       s.max_retries + 1, last_content, usage=spent)
 
     def chat_many(self, requests_: Sequence[ChatRequest], on_done: Callable[[int, LLMResponse | LLMError], None] | None = None
                   ) -> list[LLMResponse | LLMError]:

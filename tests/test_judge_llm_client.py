@@ -129,6 +129,34 @@ def test_gives_up_after_max_retries_and_does_not_cache(endpoint, tmp_path, monke
     assert KEY not in str(c.stats.as_dict())
 
 
+def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_path, monkeypatch):
+    """A call that fails after answers that came back unusable still spent their tokens: LLMError.usage has them,
+    and an LLM judge's failed judgment records them (found on a clean-clone CI run: a truncated answer four times,
+    and the judgment said 0 tokens)."""
+    from backtest.judge import get_judge
+    from backtest.records import Question, RetrievedDocument
+    from backtest.workspace import Workspace
+
+    monkeypatch.setenv("BT_TEST_KEY", KEY)
+    ep = endpoint(["badjson", (503, {}), "badjson"])
+    with pytest.raises(LLMError) as info:
+        client(ep.url, tmp_path, max_retries=2).chat(MSG, schema=SCHEMA)
+    assert info.value.usage == {"prompt_tokens": 22, "completion_tokens": 10}
+
+    prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v1.md"
+    cfg = tmp_path / "j.toml"
+    cfg.write_text(f'kind = "llm"\nname = "scripted"\nbase_url = "{ep.url}"\nmodel = "m"\napi_key_env = "BT_TEST_KEY"\n'
+                   f'prompt = "{prompt.as_posix()}"\nmax_retries = 1\nbackoff_s = 0.0\ncache = "{(tmp_path / "j.sqlite").as_posix()}"\n')
+    ep.script[:] = ["badjson", "badjson"]
+    judge = get_judge(str(cfg), Workspace(tmp_path))
+    q = Question(question_id="q1", question="Is WASP-39 b's SO2 photochemical?", domain="astro", cutoff_date="2025-10-31",
+                 generated_at="2025-10-31", generation_system="s", source_evidence_ids=["2501.00001"], rank=1, frozen=True)
+    doc = RetrievedDocument(rank=1, id="2511.00001", score=0.9, published="2025-11-05", title="SO2", abstract="We detect SO2.")
+    j = judge.judge(q, [doc])
+    assert j.outcome == "not_addressed" and j.model_dump()["judge_failed"] is True
+    assert j.tokens == {"prompt_tokens": 22, "completion_tokens": 10}
+
+
 def test_client_errors_are_not_retried(endpoint, tmp_path, monkeypatch):
     monkeypatch.setenv("BT_TEST_KEY", KEY)
     ep = endpoint([(401, {})])

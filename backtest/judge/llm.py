@@ -161,10 +161,17 @@ class LLMJudge:
         messages = self.messages(question, documents)
         tokens = {"prompt_tokens": 0, "completion_tokens": 0}
 
+        def spend(usage: dict[str, int]) -> None:
+            for name in tokens:
+                tokens[name] += int(usage.get(name, 0))
+
         def ask(msgs: list[dict[str, str]]):
-            resp = self.client.chat(msgs, schema=schema, schema_name="judgment", key_extra=key_extra, validate=parse_answer)
-            tokens["prompt_tokens"] += int(resp.usage.get("prompt_tokens", 0))
-            tokens["completion_tokens"] += int(resp.usage.get("completion_tokens", 0))
+            try:
+                resp = self.client.chat(msgs, schema=schema, schema_name="judgment", key_extra=key_extra, validate=parse_answer)
+            except LLMError as exc:
+                spend(exc.usage)  # unusable answers still cost tokens: the judgment records them
+                raise
+            spend(resp.usage)
             return resp
 
         try:
