@@ -212,10 +212,14 @@ def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:
     """A judge config for the tiny local model: the compact prompt, 2 documents shown, short answers.
 
     Gemma 3 270M on a shared CPU generates about one token a second, so the answer is kept
-    to a few dozen tokens; the protocol (schema, constraints, retries, cache) is the same.
+    short by the schema (2 enumerated ids, relevance <= 24 and rationale <= 60 characters:
+    at most ~260 characters of JSON); the protocol (schema, constraints, retries, cache) is
+    the same. ``max_tokens`` must not cut off an answer the schema allows (at 120 a CI run
+    got an unterminated string at character 212, four times at temperature 0, so a
+    judge_failed judgment), so it allows about one token per character of that bound.
     """
     settings = {"kind": "llm", "name": "gemma-test", "base_url": base_url, "model": LLM_MODEL,
-                "api_key_env": "BACKTEST_TEST_LLM_KEY", "temperature": 0.0, "max_tokens": 120, "concurrency": 2,
+                "api_key_env": "BACKTEST_TEST_LLM_KEY", "temperature": 0.0, "max_tokens": 320, "concurrency": 2,
                 "timeout_s": 900, "max_retries": 3, "backoff_s": 0.2, "prompt": COMPACT_PROMPT.as_posix(),
                 "max_doc_chars": 120, "max_documents": 2, "max_rationale_chars": 60, "max_relevance_chars": 24,
                 "cache": cache.as_posix(), **extra}
