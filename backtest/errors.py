@@ -6,6 +6,25 @@ means the input was well formed but a verification, leakage check or gate failed
 """
 
 
+from collections.abc import Sequence
+
+REDACTED = "[redacted]"
+
+
+def redact(text: str | None, secrets: Sequence[str | None]) -> str | None:
+    """``text`` with every occurrence of each secret value replaced by ``[redacted]``.
+
+    Everything a remote service sends back (error bodies, answers) passes through here
+    before it can reach an exception, a cache, a judgment or a log: a server that quotes
+    the request's ``Authorization`` header back must not get the key written anywhere."""
+    if text is None:
+        return None
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
 class BacktestError(Exception):
     """Base class of every error the CLI turns into a one-line message."""
 

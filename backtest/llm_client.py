@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 import requests
 
-from .errors import BadInput
+from .errors import BadInput, redact
 from .seal import canonical_json, sha256_text
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -338,7 +338,7 @@ class LLMClient:
                     try:
                         data = resp.json()
                         choice = data["choices"][0]
-                        content = choice["message"]["content"] or ""
+                        content = redact(choice["message"]["content"] or "", [api_key]) or ""
                         finish = choice.get("finish_reason")
                         usage = {k: int(v) for k, v in (data.get("usage") or {}).items()
                                  if k in ("prompt_tokens", "completion_tokens", "total_tokens") and isinstance(v, (int, float))}
@@ -365,7 +365,8 @@ class LLMClient:
                         retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
                 else:
                     self._count(failures=1)
-                    raise LLMError(f"HTTP {resp.status_code} from {s.endpoint}: {resp.text[:200]!r}", attempt + 1, usage=spent)
+                    raise LLMError(f"HTTP {resp.status_code} from {s.endpoint}: {redact(resp.text, [api_key])[:200]!r}", attempt + 1,
+                                   usage=spent)
             if attempt < s.max_retries:
                 self._note_retry(reason)
                 self._sleep(self._backoff(attempt, retry_after))

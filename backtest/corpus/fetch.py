@@ -29,7 +29,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from ..errors import BadInput
+from ..errors import BadInput, redact
 from ..fileio import atomic_writer
 from ..records import CorpusRecord, parse_record
 from .sources import add_to_registry, clean_text, strip_arxiv_version
@@ -97,8 +97,9 @@ class Client:
         except requests.RequestException as exc:
             raise BadInput(f"{self.service}: GET {url} failed after retries ({exc.__class__.__name__})") from None
         if response.status_code != 200:
+            secrets = [v for value in self.headers.values() for v in (value, value.split()[-1] if value.split() else "")]
             raise BadInput(f"{self.service}: GET {response.url} answered HTTP {response.status_code} "
-                           f"({' '.join(response.text[:200].split())})")
+                           f"({' '.join((redact(response.text, secrets) or '')[:200].split())})")
         return response
 
     def get_json(self, url: str, params: dict[str, Any], where: str) -> dict[str, Any]:

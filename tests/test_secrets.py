@@ -1,0 +1,89 @@
+"""A key is never written anywhere, even when the endpoint quotes it back.
+
+A real HTTP server on 127.0.0.1 (``http.server`` in a thread) answers every chat request
+with the request's own headers: as an HTTP 400 body (a non-retryable error) or inside a
+200 chat completion whose content is not a valid answer (retried, then failed). The real
+``backtest score`` runs an LLM judge against it on a real frozen set; afterwards no file
+under the workspace — judgments, metrics, reports, RUN.json, the LLM cache — and nothing
+printed holds the key.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+KEY = "sk-test-SECRET123-do-not-write"
+PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+INSTANCE = "astro-2025-ep"
+
+
+def _echo_server(mode: str):
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's naming
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            # the Authorization header first, so that it falls inside any prefix of the body an error message keeps
+            echoed = "\n".join(f"{k}: {v}" for k, v in sorted(self.headers.items(), key=lambda kv: kv[0] != "Authorization"))
+            if mode == "400":
+                body, status = json.dumps({"error": {"message": f"bad request; you sent:\n{echoed}"}}), 400
+            else:
+                body, status = json.dumps({"choices": [{"message": {"content": f"not json, headers were {echoed}"},
+                                                        "finish_reason": "stop"}],
+                                           "usage": {"prompt_tokens": 5, "completion_tokens": 7}}), 200
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def frozen_set(astro_ep_ws, tmp_path_factory):
+    import shutil
+
+    from backtest.freeze import freeze_once
+    from backtest.generators import run_generator
+    from backtest.workspace import Workspace
+
+    ws = Workspace(tmp_path_factory.mktemp("secrets") / "ws")
+    shutil.copytree(astro_ep_ws.root, ws.root)
+    made = run_generator("random_claims", INSTANCE, ws, n=3, seed=1)
+    frozen, _ = freeze_once(made["out"], INSTANCE, ws)
+    return ws, frozen
+
+
+@pytest.mark.parametrize("mode", ["400", "200-echo"])
+def test_key_quoted_back_by_the_endpoint_is_never_written(frozen_set, cli, monkeypatch, mode):
+    ws, frozen = frozen_set
+    server = _echo_server(mode)
+    try:
+        config = ws.judges / f"echo-{mode}.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\nmodel = "echo"\n'
+                          f'api_key_env = "ECHO_KEY"\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
+                          f'cache = ".cache/echo-{mode}.sqlite"\nprompt = "{PROMPT}"\n')
+        monkeypatch.setenv("ECHO_KEY", KEY)
+        code, out, err = cli(["score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}"], root=ws.root)
+    finally:
+        server.shutdown()
+    assert KEY not in out + err
+    run_dir = ws.results / INSTANCE / "random_claims" / f"echo-{mode}"
+    judgments = (run_dir / "judgments.jsonl").read_text() if (run_dir / "judgments.jsonl").is_file() else \
+        (run_dir / "judgments.partial.jsonl").read_text()
+    assert "judge_failed" in judgments
+    if mode == "400":
+        assert "[redacted]" in judgments  # the endpoint's error text is kept, the key in it is not
+    leaked = [str(p) for p in ws.root.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert leaked == []
