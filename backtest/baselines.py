@@ -27,7 +27,8 @@ NEEDS_ENDPOINT = {"direct_llm"}
 
 def run_baselines(ws, instance_id: str, n: int = 125, seed: int = 0, judge_spec: str = "offline",
                   generators: Sequence[str] = REFERENCE_SYSTEMS, options: dict[str, Any] | None = None,
-                  out: Path | None = None, diversity: bool = True, arena: bool = True, n_boot: int = 10_000,
+                  out: Path | None = None, diversity: bool = True, arena: bool = True, arena_judge: str = "offline",
+                  n_boot: int = 10_000,
                   progress: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Generate, freeze and score every generator in ``generators``; compare, diversity, arena.
 
@@ -61,7 +62,7 @@ def run_baselines(ws, instance_id: str, n: int = 125, seed: int = 0, judge_spec:
                      "run": ws.relative(result.run_dir), "run_status": result.status, "valid": result.valid})
     scored = [r for r in rows if "run" in r]
     summary: dict[str, Any] = {"schema_version": "1", "kind": "baselines", "instance": instance_id, "n": n, "seed": seed,
-                               "judge": judge_spec, "systems": rows}
+                               "judge": judge_spec, "arena_judge": arena_judge if arena else None, "systems": rows}
     if len(scored) >= 2:
         comparison = compare_runs([ws.root / r["run"] for r in scored])
         write_outputs(comparison, out)
@@ -71,7 +72,7 @@ def run_baselines(ws, instance_id: str, n: int = 125, seed: int = 0, judge_spec:
         if diversity:
             summary["diversity"] = _diversity(sets, ws, out / "diversity", log)
         if arena:
-            summary["arena"] = _arena(sets, instance_id, ws, out / "arena", n_boot, seed, progress, log)
+            summary["arena"] = _arena(sets, instance_id, ws, out / "arena", arena_judge, n_boot, seed, progress, log)
     else:
         log("fewer than two systems scored: no comparison, diversity or arena")
     write_json(out / "BASELINES.json", summary)
@@ -95,7 +96,8 @@ def _diversity(sets: dict[str, list], ws, out: Path, log) -> str:
     return ws.relative(out / "diversity.md")
 
 
-def _arena(sets: dict[str, list], instance_id: str, ws, out: Path, n_boot: int, seed: int, progress: bool, log) -> str:
+def _arena(sets: dict[str, list], instance_id: str, ws, out: Path, judge: str, n_boot: int, seed: int, progress: bool,
+           log) -> str:
     from tqdm import tqdm
 
     from .arena.run import arena_study, leaderboard_markdown, write_arena
@@ -103,7 +105,8 @@ def _arena(sets: dict[str, list], instance_id: str, ws, out: Path, n_boot: int, 
 
     past = open_past_corpus(load_instance(instance_id, ws), ws)
     with tqdm(desc="arena pairs", unit=" pair", disable=not progress) as bar:
-        result, contexts, _ = arena_study(question_sets=sets, past=past, root=ws.root, n_boot=n_boot, seed=seed, progress=bar)
+        result, contexts, _ = arena_study(question_sets=sets, past=past, judge=judge, root=ws.root, n_boot=n_boot, seed=seed,
+                                          progress=bar)
     write_arena(result, contexts, out)
     log(leaderboard_markdown(result))
     return ws.relative(out / "leaderboard.md")

@@ -67,8 +67,19 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     return {"path": str(folder), "run": run, "metrics": metrics}
 
 
-def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False) -> dict[str, Any]:
-    """Compare the runs in ``run_dirs`` (module docstring); refuses invalid runs unless allowed."""
+def _workspace_of(run_dir: str | Path):
+    """The workspace a run folder (``ROOT/results/<instance>/<system>/<run>``) belongs to."""
+    from .workspace import Workspace
+
+    return Workspace(Path(run_dir).resolve().parents[3])
+
+
+def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=None) -> dict[str, Any]:
+    """Compare the runs in ``run_dirs`` (module docstring); refuses invalid runs unless allowed.
+
+    Each row carries its judge's validity-card line (from ``ws``, else the runs' own workspace)."""
+    from .judge.cards import run_validity
+
     if not run_dirs:
         raise BadInput("compare needs at least one run folder")
     runs = [load_run(d) for d in run_dirs]
@@ -89,6 +100,7 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False) -> dic
             "path": r["path"],
             "valid": not (r["run"].get("valid") is False or m.get("valid") is False),
             "judge": r["run"].get("judge"),
+            "judge_validity": run_validity(ws or _workspace_of(r["path"]), r["run"].get("judge") or {})["line"],
             "n_questions": m["n_questions"],
         }
         for key, _ in PROPORTION_ROWS:
@@ -206,6 +218,9 @@ def render_markdown(comparison: dict[str, Any]) -> str:
         r = rows[entry["label"]]
         out.append(f"| {entry['rank']} | {entry['label']} | {r['n_questions']} | {_pct(r['coverage'])} | {_pct(r['answered_rate'])} | "
                    f"{_pct(r['premise_refutation_rate'])} | {'yes' if r['valid'] else '**INVALID**'} |")
+    out += ["", "## Judge validity (agreement with careful reading; rates are only as good as this)", ""]
+    for line in dict.fromkeys(f"{(r['judge'] or {}).get('name')}: {r['judge_validity']}" for r in comparison["systems"]):
+        out.append(f"- {line}")
     out += ["", "## Metrics (rate, 95% Clopper–Pearson interval, k/n)", ""]
     labels = [r["label"] for r in comparison["systems"]]
     out.append("| metric | " + " | ".join(labels) + " |")
@@ -277,7 +292,10 @@ def render_html(comparison: dict[str, Any]) -> str:
         parts.append(f"<tr{cls}><td>{e['rank']}</td><td>{esc(e['label'])}</td><td>{r['n_questions']}</td><td>{esc(_pct(r['coverage']))}</td>"
                      f"<td>{esc(_pct(r['answered_rate']))}</td><td>{esc(_pct(r['premise_refutation_rate']))}</td>"
                      f"<td>{'yes' if r['valid'] else 'INVALID'}</td></tr>")
-    parts.append("</table><h2>Forest plot</h2>")
+    parts.append("</table><h2>Judge validity</h2><ul id='judge-validity'>")
+    parts += [f"<li>{esc(line)}</li>" for line in dict.fromkeys(
+        f"{(r['judge'] or {}).get('name')}: {r['judge_validity']}" for r in comparison["systems"])]
+    parts.append("</ul><h2>Forest plot</h2>")
     parts.append(f"<img alt='forest plot of rates with 95% Clopper-Pearson intervals' src='data:image/png;base64,{png}'>")
     parts.append("<h2>Metrics</h2><table><tr><th>metric</th>" + "".join(f"<th>{esc(r['label'])}</th>" for r in comparison["systems"]) + "</tr>")
     for key, name in PROPORTION_ROWS:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .fileio import atomic_write_text
+from .judge.cards import NOT_VALIDATED
 from .records import OUTCOMES, PREMISE_STATUSES, Judgment, Question, Retrieval
 from .stats import clopper_pearson
 
@@ -141,8 +142,13 @@ def _question_rows(questions: Sequence[Question], retrievals: Sequence[Retrieval
     return rows
 
 
-def render_markdown(run: dict[str, Any], questions, retrievals, judgments, metrics) -> str:
-    """The Markdown report."""
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: whitespace (newlines too) folded, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render_markdown(run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None) -> str:
+    """The Markdown report. ``validity`` is the judge's validity-card line (``not validated`` when None)."""
     lines = [f"# Run {run.get('run_id')}: {run.get('system')} on {run.get('instance_id')}", ""]
     judge = run.get("judge") or {}
     retr = run.get("retriever") or {}
@@ -152,17 +158,14 @@ def render_markdown(run: dict[str, Any], questions, retrievals, judgments, metri
               f"- judge: {judge.get('name')} (model {judge.get('model')}, protocol {judge.get('protocol')}, "
               f"prompt `{str(judge.get('prompt_sha256'))[:12]}…`, config `{str(judge.get('config_sha256'))[:12]}…`)",
               f"- valid (leakage checks): {run.get('valid')}", ""]
-    if judge.get("name") == "offline":
-        lines += ["> The offline judge is a deterministic similarity-and-cue heuristic, much weaker than an LLM judge. "
-                  "Compare systems under an LLM judge.", ""]
+    lines += [f"> {validity or NOT_VALIDATED}", ""]
     lines += ["## Metrics (over all frozen questions; 95% Clopper–Pearson intervals)", "", "| metric | value |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in headline_rows(metrics)]
     lines += ["", "## Questions", "", "| id | outcome | premise | top-1 sim | cited | flags | question |", "|---|---|---|---|---|---|---|"]
     for row in _question_rows(questions, retrievals, judgments):
         sim = f"{row['top1']:.3f}" if isinstance(row["top1"], float) else "–"
-        q = row["question"].replace("|", "\\|")
-        flags = "; ".join(row["flags"]).replace("|", "\\|")
-        lines.append(f"| {row['id']} | {row['outcome']} | {row['premise']} | {sim} | {', '.join(row['cited'])} | {flags} | {q} |")
+        lines.append(f"| {_cell(row['id'])} | {_cell(row['outcome'])} | {_cell(row['premise'])} | {sim} | "
+                     f"{_cell(', '.join(row['cited']))} | {_cell('; '.join(row['flags']))} | {_cell(row['question'])} |")
     leak = run.get("leakage") or []
     if leak:
         lines += ["", "## Leakage checks", ""] + [f"- {c.get('name')}: {c.get('status')} — {c.get('summary', c.get('reason', ''))}" for c in leak]
@@ -177,8 +180,8 @@ th{background:#f1f3f5}.charts{display:flex;flex-wrap:wrap;gap:12px}.charts img{m
 code{font-size:.9em}"""
 
 
-def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics) -> str:
-    """The self-contained HTML report (charts inline as base64 PNG)."""
+def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None) -> str:
+    """The self-contained HTML report (charts inline as base64 PNG); ``validity`` as in :func:`render_markdown`."""
     esc = html.escape
     n = len(questions)
     outcome_rows = _rate_rows(metrics.get("outcomes"), OUTCOMES, [j.outcome for j in judgments], n)
@@ -199,9 +202,7 @@ def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics) 
              f"<li>judge <b>{esc(str(judge.get('name')))}</b> (model {esc(str(judge.get('model')))}, protocol {esc(str(judge.get('protocol')))}, "
              f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
              f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li></ul>"]
-    if judge.get("name") == "offline":
-        parts.append("<p class='note'>The offline judge is a deterministic similarity-and-cue heuristic, much weaker than an "
-                     "LLM judge. Compare systems under an LLM judge.</p>")
+    parts.append(f"<p class='note' id='judge-validity'>{esc(validity or NOT_VALIDATED)}</p>")
     parts.append("<h2>Charts</h2><div class='charts'>")
     parts += [f"<img id='chart-{name}' alt='{name} chart' src='data:image/png;base64,{data}'>" for name, data in charts]
     parts.append("</div><h2>Metrics</h2><p>Rates are over all frozen questions, with 95% Clopper–Pearson intervals.</p>"
@@ -225,9 +226,10 @@ def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics) 
     return "".join(parts)
 
 
-def write_reports(run_dir: Path, run: dict[str, Any], questions, retrievals, judgments, metrics) -> tuple[Path, Path]:
+def write_reports(run_dir: Path, run: dict[str, Any], questions, retrievals, judgments, metrics,
+                  validity: str | None = None) -> tuple[Path, Path]:
     """Write ``report.md`` and ``report.html`` into ``run_dir`` (atomically)."""
     run_dir = Path(run_dir)
-    md = atomic_write_text(run_dir / "report.md", render_markdown(run, questions, retrievals, judgments, metrics))
-    page = atomic_write_text(run_dir / "report.html", render_html(run, questions, retrievals, judgments, metrics))
+    md = atomic_write_text(run_dir / "report.md", render_markdown(run, questions, retrievals, judgments, metrics, validity))
+    page = atomic_write_text(run_dir / "report.html", render_html(run, questions, retrievals, judgments, metrics, validity))
     return md, page

@@ -42,7 +42,7 @@ from . import __version__
 from .errors import BadInput, CheckFailed
 from .fileio import atomic_write_bytes, iter_jsonl, read_json, write_json, write_jsonl
 from .records import Judgment, Question, Retrieval, check_safe_name, parse_record
-from .seal import canonical_json, sha256_json
+from .seal import canonical_json, sha256_json, sha256_text
 from .workspace import Workspace
 
 PARTIAL = "judgments.partial.jsonl"
@@ -93,33 +93,53 @@ def default_run_id(judge_name: str, settings: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- judgments file
 
 
-def recover_partial(path: Path, question_ids: Sequence[str]) -> list[Judgment]:
-    """The judgments already on disk, in order; cut the file after the last good line.
+def partial_line(judgment: Judgment, prev: str) -> tuple[bytes, str]:
+    """One line of the partial file and its chain hash: ``<sha256(prev + json)> <judgment json>``.
 
-    A line counts when it is complete (ends with a newline), parses as a Judgment and
-    belongs to the question at its position. Everything after the first bad line is
-    removed (a SIGKILL can tear at most the last line).
+    The chain starts from the run's settings sha256, so an edited, reordered or foreign
+    line breaks it and is judged again on resume instead of being kept.
+    """
+    body = canonical_json(judgment.model_dump(mode="json"))
+    chain = sha256_text(prev + body)
+    return f"{chain} {body}\n".encode("utf-8"), chain
+
+
+def recover_partial(path: Path, question_ids: Sequence[str], seed: str = "") -> tuple[list[Judgment], str]:
+    """The judgments already on disk, in order, and the chain hash after them; cut the file after the last good line.
+
+    A line counts when it is complete (ends with a newline), its chain hash matches
+    (``seed`` is the run's settings sha256), it parses as a Judgment of the question at
+    its position, and it is not a failed judgment (those are retried). Everything from
+    the first line that does not count is removed (a SIGKILL tears at most the last line;
+    an edit breaks the chain).
     """
     if not path.is_file():
-        return []
+        return [], seed
     data = path.read_bytes()
     good: list[Judgment] = []
-    keep = 0
+    keep, chain = 0, seed
     for raw in data.split(b"\n")[:-1]:  # the piece after the last newline is torn or empty
+        digest, _, body = raw.partition(b" ")
         try:
-            judgment = Judgment.model_validate(json.loads(raw))
+            text = body.decode("utf-8")
+            if digest.decode("ascii") != sha256_text(chain + text):
+                break
+            judgment = Judgment.model_validate(json.loads(text))
         except ValueError:
             break
         if len(good) >= len(question_ids) or judgment.question_id != question_ids[len(good)]:
             break
+        if getattr(judgment, "judge_failed", False):
+            break
         good.append(judgment)
+        chain = digest.decode("ascii")
         keep += len(raw) + 1
     if keep != len(data):
         with open(path, "r+b") as handle:
             handle.truncate(keep)
             handle.flush()
             os.fsync(handle.fileno())
-    return good
+    return good, chain
 
 
 def judgment_line(judgment: Judgment) -> bytes:
@@ -127,9 +147,20 @@ def judgment_line(judgment: Judgment) -> bytes:
     return (canonical_json(judgment.model_dump(mode="json")) + "\n").encode("utf-8")
 
 
+def n_failed(judgments: Sequence[Judgment]) -> int:
+    """How many judgments are ``judge_failed`` (the judge gave no usable answer)."""
+    return sum(1 for j in judgments if getattr(j, "judge_failed", False))
+
+
 def judge_all(judge, questions: Sequence[Question], retrievals: Sequence[Retrieval], run_dir: Path,
-              progress: bool = False, on_judged: Callable[[int], None] | None = None) -> tuple[list[Judgment], int]:
-    """Judge every question not yet in the partial file; return all judgments and how many were new."""
+              progress: bool = False, on_judged: Callable[[int], None] | None = None,
+              seed: str = "") -> tuple[list[Judgment], int]:
+    """Judge every question not yet in the partial file; return all judgments and how many were new.
+
+    ``judgments.jsonl`` is written only when every judgment succeeded; with a failed one the
+    partial file stays, and a rerun retries from the first failure (``seed``: the run's
+    settings sha256, which starts the partial file's hash chain).
+    """
     final = run_dir / "judgments.jsonl"
     qids = [q.question_id for q in questions]
     if final.is_file():
@@ -140,7 +171,7 @@ def judge_all(judge, questions: Sequence[Question], retrievals: Sequence[Retriev
             (run_dir / PARTIAL).unlink()
         return rows, 0
     partial = run_dir / PARTIAL
-    done = recover_partial(partial, qids)
+    done, chain = recover_partial(partial, qids, seed)
     todo = list(range(len(done), len(questions)))
     stats0 = judge.stats()
 
@@ -162,7 +193,8 @@ def judge_all(judge, questions: Sequence[Question], retrievals: Sequence[Retriev
             for i, judgment in zip(todo, results):
                 if judgment.question_id != qids[i]:
                     raise CheckFailed(f"judge {judge.name} answered for {judgment.question_id!r} instead of {qids[i]!r}")
-                handle.write(judgment_line(judgment))
+                line, chain = partial_line(judgment, chain)
+                handle.write(line)
                 handle.flush()
                 os.fsync(handle.fileno())
                 done.append(judgment)
@@ -173,7 +205,9 @@ def judge_all(judge, questions: Sequence[Question], retrievals: Sequence[Retriev
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-    atomic_write_bytes(final, partial.read_bytes())
+    if n_failed(done):
+        return done, len(todo)
+    atomic_write_bytes(final, b"".join(judgment_line(j) for j in done))
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()
     return done, len(todo)
@@ -250,6 +284,7 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
     from .freeze import is_frozen_and_intact, load_frozen
     from .instance import load_instance
     from .judge import get_judge
+    from .judge.cards import run_validity
     from .report import write_reports
     from .retrieve import retrieve_questions, write_retrievals
 
@@ -317,7 +352,17 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
     run["retriever"] = ({**retrievals[0].retriever, "k": retrievals[0].k} if retrievals
                         else instance.retrieval.model_dump(mode="json"))
 
-    judgments, judged_now = judge_all(judge, questions, retrievals, run_dir, progress=progress, on_judged=on_judged)
+    judgments, judged_now = judge_all(judge, questions, retrievals, run_dir, progress=progress, on_judged=on_judged,
+                                      seed=settings_sha)
+    failed = n_failed(judgments)
+    if failed:
+        run.update({"status": "incomplete", "n_judge_failed": failed, "judged_last_invocation": judged_now,
+                    "judge_stats_last_invocation": judge.stats()})
+        write_json(run_json, run)
+        reasons = [f"{j.question_id}: {j.needs_review[0]}" for j in judgments if getattr(j, "judge_failed", False)]
+        raise CheckFailed(f"{failed} of {len(questions)} judgments failed (the judge gave no usable answer); the run "
+                          f"{ws.relative(run_dir)} is incomplete: rerun `backtest score` to retry them; first: {reasons[0]}",
+                          reasons)
     valid, leakage = leakage_hook(run_dir, ws)
     metrics = _metrics(questions, judgments, retrievals, instance.cutoff)
     metrics.update({"run_id": run_id, "valid": valid, "leakage": leakage})
@@ -330,6 +375,6 @@ def score_frozen(frozen_path: str | Path, ws: Workspace, judge_spec: str | None 
         "tokens_total": {"prompt_tokens": sum(j.tokens.get("prompt_tokens", 0) for j in judgments),
                          "completion_tokens": sum(j.tokens.get("completion_tokens", 0) for j in judgments)},
     })
-    write_reports(run_dir, run, questions, retrievals, judgments, metrics)
+    write_reports(run_dir, run, questions, retrievals, judgments, metrics, run_validity(ws, run["judge"])["line"])
     write_json(run_json, run)
     return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid)

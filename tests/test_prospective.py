@@ -205,14 +205,14 @@ def test_changed_judge_config_is_reported_not_swapped(astro_ep_ws, copy_ws, cli,
     sub = make_submission(ws.root / "submissions" / "hand_ep", ws, n=2)
     judge = ws.root / "judges" / "pinned.toml"
     judge.parent.mkdir(parents=True, exist_ok=True)
-    judge.write_text('kind = "offline"\nname = "pinned"\nengage_doc_sim = 0.45\n')
+    judge.write_text('kind = "offline-cues-v1"\nname = "pinned"\nengage_doc_sim = 0.45\n')
     code, out, err = cli(commit_args(ws, [sub], cid="prosp-judge", extra=("--judge", str(judge))), root=ws.root)
     assert code == 0, err
     folder = ws.root / "prospective" / "prosp-judge"
     # stdout is exactly the one line to publish: the root and the date
     assert out == publish_line(Commitment.model_validate(read_json(folder / "COMMITMENT.json"))) + "\n"
     assert (folder / "judge" / "pinned.toml").read_bytes() == judge.read_bytes()
-    judge.write_text('kind = "offline"\nname = "pinned"\nengage_doc_sim = 0.5\n')
+    judge.write_text('kind = "offline-cues-v1"\nname = "pinned"\nengage_doc_sim = 0.5\n')
     code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
     assert code == 1 and "pinned.toml changed" in err
     judge.unlink()
@@ -247,9 +247,28 @@ def test_changed_judge_code_is_reported_not_swapped(committed, cli, monkeypatch)
     would label the questions changed since, grading refuses instead of using the new judge."""
     ws, folder = committed
     assert Commitment.model_validate(read_json(folder / "COMMITMENT.json")).future_declaration["judge_info"]["name"] == "offline"
-    import backtest.judge.offline as offline
+    import backtest.judge.fitted as fitted
 
-    monkeypatch.setattr(offline, "PROTOCOL", offline.PROTOCOL + "-edited")
+    monkeypatch.setattr(fitted, "PROTOCOL", fitted.PROTOCOL + "-edited")
     code, _, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01"], root=ws.root)
     assert code == 1 and "would now label differently" in err and "-edited" in err
     assert not (folder / "graded").exists()
+
+
+def test_failed_commit_leaves_nothing_and_can_be_retried(astro_ep_ws, copy_ws, cli):
+    """A commit that fails part-way writes no commitment folder (it is assembled aside and renamed in whole);
+    before, a half commitment (instance file, ledger lines, no COMMITMENT.json) blocked a retry."""
+    ws = copy_ws(astro_ep_ws)
+    good = make_submission(ws.root / "submissions" / "good_ep", ws, system="good_ep")
+    bad = make_submission(ws.root / "submissions" / "bad_ep", ws, system="bad_ep")
+    rows = [json.loads(line) for line in (bad / "questions.jsonl").read_text().splitlines()]
+    rows[0]["source_evidence_ids"] = ["2601.99999"]  # not in the past corpus: the freeze gate fails
+    write_jsonl(bad / "questions.jsonl", rows)
+    code, out, err = cli(commit_args(ws, [good, bad], cid="half-ep"), root=ws.root)
+    assert code == 1, err
+    folder = ws.root / "prospective" / "half-ep"
+    assert not folder.exists() and not list((ws.root / "prospective").glob(".half-ep.*"))
+    code, out, err = cli(commit_args(ws, [good], cid="half-ep"), root=ws.root)
+    assert code == 0, err
+    assert (folder / "COMMITMENT.json").is_file()
+    assert cli(["prospective", "verify", folder], root=ws.root)[0] == 0

@@ -128,7 +128,7 @@ def test_score_refuses_unfrozen_tampered_and_clashing_runs(score_ws, tmp_path, c
         score_frozen(copy, ws)
     # a run folder is never reused for other settings
     cfg = tmp_path / "other.toml"
-    cfg.write_text('kind = "offline"\nname = "offline"\nengage_doc_sim = 0.5\n')
+    cfg.write_text('kind = "offline-cues-v1"\nname = "offline"\nengage_doc_sim = 0.5\n')
     with pytest.raises(BadInput, match="never overwritten"):
         score_frozen(five, ws, judge_spec=str(cfg), run_id="offline-a")
 
@@ -185,24 +185,59 @@ def test_sigkill_at_random_moments_then_resume_is_byte_identical(score_ws):
 
 def test_torn_partial_line_is_cut_and_rejudged(score_ws):
     """A write torn by SIGKILL leaves half a line: resume cuts it and judges that question again."""
-    from backtest.score import PARTIAL, recover_partial
+    from backtest.records import Judgment
+    from backtest.score import PARTIAL, partial_line, recover_partial
 
     ws, five, _ = score_ws
     ref_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"
     if not (ref_dir / "judgments.jsonl").is_file():
         score_frozen(five, ws, run_id="offline-a")
     lines = judgment_bytes(ref_dir).splitlines(keepends=True)
+    seed = read_json(ref_dir / "RUN.json")["settings_sha256"]
+    chained, chain = [], seed
+    for line in lines:
+        raw, chain = partial_line(Judgment.model_validate_json(line), chain)
+        chained.append(raw)
     run_dir = ws.results / INSTANCE / "demo_claims" / "torn"
     run_dir.mkdir(parents=True)
     shutil.copy(ref_dir / "retrieval.jsonl", run_dir / "retrieval.jsonl")
-    (run_dir / PARTIAL).write_bytes(lines[0] + lines[1] + lines[2][: len(lines[2]) // 2])
+    (run_dir / PARTIAL).write_bytes(chained[0] + chained[1] + chained[2][: len(chained[2]) // 2])
     qids = [json.loads(x)["question_id"] for x in lines]
-    assert [j.question_id for j in recover_partial(run_dir / PARTIAL, qids)] == qids[:2]
-    assert (run_dir / PARTIAL).read_bytes() == lines[0] + lines[1]
-    (run_dir / PARTIAL).write_bytes(lines[0] + lines[2])  # out of order: cut at the first misplaced line
-    assert len(recover_partial(run_dir / PARTIAL, qids)) == 1
+    assert [j.question_id for j in recover_partial(run_dir / PARTIAL, qids, seed)[0]] == qids[:2]
+    assert (run_dir / PARTIAL).read_bytes() == chained[0] + chained[1]
+    (run_dir / PARTIAL).write_bytes(chained[0] + chained[2])  # out of order: cut at the first misplaced line
+    assert len(recover_partial(run_dir / PARTIAL, qids, seed)[0]) == 1
     result = score_frozen(five, ws, run_id="torn")
     assert result.judged_now == 4 and judgment_bytes(run_dir) == b"".join(lines)
+
+
+def test_edited_partial_line_is_rejudged_not_kept(score_ws):
+    """An outcome edited in the partial file (its chain hash no longer matches) is judged again on resume.
+
+    Before the partial lines were chained, the edit survived the resume and the run was valid."""
+    from backtest.records import Judgment
+    from backtest.score import PARTIAL, partial_line
+
+    ws, five, _ = score_ws
+    ref_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"
+    if not (ref_dir / "judgments.jsonl").is_file():
+        score_frozen(five, ws, run_id="offline-a")
+    lines = judgment_bytes(ref_dir).splitlines(keepends=True)
+    seed = read_json(ref_dir / "RUN.json")["settings_sha256"]
+    chained, chain = [], seed
+    for line in lines[:3]:
+        raw, chain = partial_line(Judgment.model_validate_json(line), chain)
+        chained.append(raw)
+    first = json.loads(lines[0])
+    forged = {**first, "outcome": "answered" if first["outcome"] != "answered" else "posed_but_open"}
+    edited = chained[0].split(b" ", 1)[0] + b" " + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    run_dir = ws.results / INSTANCE / "demo_claims" / "edited"
+    run_dir.mkdir(parents=True)
+    shutil.copy(ref_dir / "retrieval.jsonl", run_dir / "retrieval.jsonl")
+    (run_dir / PARTIAL).write_bytes(edited + chained[1] + chained[2])
+    result = score_frozen(five, ws, run_id="edited")
+    assert result.judged_now == 5  # the broken chain at line 1 sends every question back to the judge
+    assert judgment_bytes(run_dir) == b"".join(lines)
 
 
 # --------------------------------------------------------------------------- the real LLM server

@@ -144,7 +144,7 @@ class OfflinePairwiseJudge:
     Documented as weak: it rewards overlap and specificity, not insight.
     """
 
-    name = "offline"
+    name = "offline-rubric-v1"
 
     def __init__(self, tie_margin: float = 0.15, strong_margin: float = 0.75):
         from .rubric import OfflineRubric
@@ -155,8 +155,8 @@ class OfflinePairwiseJudge:
 
     def info(self) -> dict[str, Any]:
         """Name and margins."""
-        return {"name": self.name, "kind": "offline", "tie_margin": self.tie_margin, "strong_margin": self.strong_margin,
-                "rubric": self.rubric.name}
+        return {"name": self.name, "kind": "offline-rubric-v1", "protocol": "offline-rubric-v1", "tie_margin": self.tie_margin,
+                "strong_margin": self.strong_margin, "rubric": self.rubric.name}
 
     def compare(self, context: ArenaContext, a: ArenaOutput, b: ArenaOutput) -> PairVerdict:
         """Compare the outputs' offline pair-quality scores."""
@@ -186,7 +186,19 @@ class PositionAJudge:
         return PairVerdict(verdict="A>B", rationale="position-A control")
 
 
-register_pairwise_judge("offline")(lambda config, path: OfflinePairwiseJudge())
+register_pairwise_judge("offline-rubric-v1")(lambda config, path: OfflinePairwiseJudge())
+
+
+def _make_fitted(config: dict[str, Any], path: Path | None) -> PairwiseJudge:
+    from .fitted_pairwise import DEFAULT_WEIGHTS, FittedPairwiseJudge
+
+    weights = Path(config["weights"]) if config.get("weights") else DEFAULT_WEIGHTS
+    if path is not None and not weights.is_absolute():
+        weights = path.parent / weights
+    return FittedPairwiseJudge.from_file(weights)
+
+
+register_pairwise_judge("offline")(_make_fitted)
 register_pairwise_judge("position-a")(lambda config, path: PositionAJudge())
 
 

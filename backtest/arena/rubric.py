@@ -34,11 +34,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..clarity import _MOLECULE, _QUANTITY
 from .contexts import ArenaContext, ArenaOutput
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+-]{2,}")
-_MOLECULE = re.compile(r"\b(?:H2O|CO2|CO|CH4|NH3|HCN|TiO|VO|Na|K|He|H2|O2|O3|SO2|H2S|PH3|FeH|SiO|C2H2)\b")
-_QUANTITY = re.compile(r"\b\d+(?:\.\d+)?\s?(?:%|K|M_?J|R_?J|M_?E|R_?E|AU|au|pc|kpc|Mpc|ppm|Gyr|Myr|days?|d|km/s|bar|dex|sigma|σ)\b")
 _CONTRAST = re.compile(r"\b(?:whether|versus|vs\.?|than|tension|discrepan\w*|disagree\w*|inconsistent|contradict\w*|"
                        r"compared|differ\w*|instead|rather)\b", re.I)
 _CAUSAL = re.compile(r"\b(?:because|if|due to|caused?|drives?|driven|predicts?|implies|would|mechanism|explain\w*|"

@@ -157,6 +157,8 @@ def leaderboard_markdown(result: dict[str, Any]) -> str:
         notes.append(f"Bootstrap: {boot['n_boot']} replicates over {boot['resampling']} (seed {boot['seed']}); "
                      + (f"full ordering recovered in {100 * rec:.1f}% of replicates." if rec is not None
                         else "the point estimate ties systems, so there is no full ordering to recover."))
+    if result.get("judge_validity"):
+        notes.append(f"Pairwise {result['judge_validity']}.")
     cond = result["condorcet"]
     notes.append(f"Condorcet winner: {cond['winner'] or 'none'}; loser: {cond['loser'] or 'none'}; "
                  f"majority cycles: {len(cond['cycles'])}.")
@@ -228,4 +230,8 @@ def arena_study(contexts: Sequence[ArenaContext] | None = None, question_sets: d
                        rubric=scorer, progress=None if progress is None else progress.update)
     run_id = sha256_json({"contexts": [c.model_dump(mode="json") for c in multi], "judge": result["judge"], "fold": fold,
                           "n_boot": n_boot, "seed": seed, "cluster": cluster, "ridge": ridge, "rubric": rubric})[:12]
+    if root is not None:
+        from ..judge.cards import card_line, load_card
+
+        result["judge_validity"] = card_line(load_card(Path(root) / "judges" / "cards", result["judge"], pairwise=True))
     return result, multi, run_id

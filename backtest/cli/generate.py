@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import echo_json, json_option, progress_enabled, workspace
+from .common import OutPath, echo_json, json_option, progress_enabled, workspace
 from .main import cli
 
 
@@ -34,7 +34,7 @@ def _given(**options) -> dict:
 @click.option("--instance", "instance_id", required=True, help="Instance whose PAST corpus the generator reads.")
 @click.option("--n", type=click.IntRange(1, 10000), default=125, show_default=True, help="Number of questions.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same corpus -> byte-identical files.")
-@click.option("--out", type=click.Path(path_type=Path), help="Submission folder (default: submissions/<instance>/<system>).")
+@click.option("--out", type=OutPath(path_type=Path), help="Submission folder (default: submissions/<instance>/<system>).")
 @click.option("--generated-at", "generated_at", default=None,
               help="Stamp for generated_at: 'now', or an ISO date/datetime (default: the cutoff day, an as-of date; "
                    "$SOURCE_DATE_EPOCH wins when set).")
@@ -70,16 +70,17 @@ def generate(ctx, name, instance_id, n, seed, out, generated_at, verbalizer, llm
 @click.option("--judge", "judge_spec", default="offline", show_default=True, help="Judge config (judges/NAME.toml) or name.")
 @click.option("--generator", "generators", multiple=True,
               help="Only these generators (repeatable; default: all five reference systems).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", type=OutPath(file_okay=False, path_type=Path),
               help="Output folder (default: results/<instance>/baselines).")
 @click.option("--diversity/--no-diversity", default=True, show_default=True, help="Distinct questions and the audit.")
-@click.option("--arena/--no-arena", default=True, show_default=True, help="The offline pairwise arena.")
+@click.option("--arena/--no-arena", default=True, show_default=True, help="The pairwise arena.")
+@click.option("--arena-judge", default="offline", show_default=True, help="Pairwise judge of the arena (name or judges/NAME.toml).")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(0, 1_000_000), default=10_000, show_default=True,
               help="Arena bootstrap replicates.")
 @llm_options
 @json_option
 @click.pass_context
-def baselines(ctx, instance_id, n, seed, judge_spec, generators, out, diversity, arena, n_boot, llm_base_url, llm_model,
+def baselines(ctx, instance_id, n, seed, judge_spec, generators, out, diversity, arena, arena_judge, n_boot, llm_base_url, llm_model,
               llm_api_key_env, llm_training_cutoff, as_json):
     """Generate, freeze and score the five reference systems on an instance; compare them.
 
@@ -99,6 +100,6 @@ def baselines(ctx, instance_id, n, seed, judge_spec, generators, out, diversity,
     log = (lambda line: click.echo(line, err=True)) if as_json else click.echo
     summary = run_baselines(workspace(ctx), instance_id, n=n, seed=seed, judge_spec=judge_spec,
                             generators=generators or REFERENCE_SYSTEMS, options=options, out=out, diversity=diversity,
-                            arena=arena, n_boot=n_boot, progress=progress_enabled(), log=log)
+                            arena=arena, arena_judge=arena_judge, n_boot=n_boot, progress=progress_enabled(), log=log)
     if as_json:
         echo_json(summary)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -13,7 +14,8 @@ from ..errors import BacktestError
 from ..workspace import Workspace
 
 # Feature modules that attach commands to ``cli``; each is imported at start-up.
-COMMAND_MODULES = ["corpus", "instance", "schema", "prospective", "freeze", "analysis", "generate", "retrieve", "leakage", "arena", "score"]
+COMMAND_MODULES = ["corpus", "instance", "schema", "prospective", "freeze", "analysis", "generate", "retrieve", "leakage", "arena", "score",
+                   "validation"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "BACKTEST"})
@@ -58,6 +60,24 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except RecursionError:
+        click.echo("error: input nested too deeply to read (a JSON document thousands of levels deep?)", err=True)
+        sys.exit(2)
+    except MemoryError:
+        click.echo("error: out of memory: the input is too large for this machine (split it, or use a smaller --n)", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            click.echo(f"error: no space left on device{f' writing {exc.filename}' if exc.filename else ''}; nothing was "
+                       "half-written (writes are atomic): free space and rerun", err=True)
+            sys.exit(1)
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            click.echo(f"error: {exc.strerror}: {exc.filename}", err=True)
+            sys.exit(2)
+        if os.environ.get("BACKTEST_DEBUG"):
+            raise
+        click.echo(f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)", err=True)
+        sys.exit(3)
     except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
         if os.environ.get("BACKTEST_DEBUG"):
             raise

@@ -25,6 +25,8 @@ def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
     judgments.jsonl, metrics.json, report.md and report.html. Rerun after an
     interruption to continue; nothing is judged twice and no run is overwritten.
     """
+    from ..fileio import read_json
+    from ..judge.cards import run_validity
     from ..score import score_frozen
 
     ws = workspace(ctx)
@@ -34,13 +36,15 @@ def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
                "n_questions": result.n_questions, "judged_now": result.judged_now, "valid": result.valid,
                "http_calls": result.judge_stats.get("http_calls", 0), "cache_hits": result.judge_stats.get("cache_hits", 0),
                "prompt_tokens": result.judge_stats.get("prompt_tokens", 0),
-               "completion_tokens": result.judge_stats.get("completion_tokens", 0)}
+               "completion_tokens": result.judge_stats.get("completion_tokens", 0),
+               "judge_validity": run_validity(ws, read_json(result.run_dir / "RUN.json")["judge"])["line"]}
     if as_json:
         echo_json(summary)
         return
     click.echo(f"{result.status}: {result.run_id} ({result.n_questions} questions, {result.judged_now} judged now, "
                f"{summary['http_calls']} HTTP calls, {summary['cache_hits']} cache hits, "
                f"{summary['prompt_tokens'] + summary['completion_tokens']} new tokens; valid={result.valid})")
+    click.echo(run_validity(ws, read_json(result.run_dir / "RUN.json")["judge"])["line"])
     click.echo(f"report: {result.run_dir / 'report.html'}")
 
 
@@ -50,6 +54,7 @@ def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
 def report(ctx, run_dir):
     """Redraw report.md and report.html of a finished run from its files."""
     from ..freeze import load_frozen
+    from ..judge.cards import run_validity
     from ..report import write_reports
     from ..score import load_run_files
 
@@ -57,7 +62,7 @@ def report(ctx, run_dir):
     run, retrievals, judgments, metrics = load_run_files(run_dir)
     frozen = Path(run["frozen_path"])
     bundle = load_frozen(frozen if frozen.is_absolute() else ws.root / frozen)
-    md, page = write_reports(run_dir, run, bundle.questions, retrievals, judgments, metrics)
+    md, page = write_reports(run_dir, run, bundle.questions, retrievals, judgments, metrics, run_validity(ws, run["judge"])["line"])
     click.echo(f"wrote {md} and {page}")
 
 
@@ -73,4 +78,5 @@ def demo(ctx, instance_id, n_questions, seed):
     ws = workspace(ctx)
     result = run_demo(ws, instance_id, n=n_questions, seed=seed, progress=progress_enabled())
     click.echo(f"demo scored: {result.run_dir}")
+    click.echo(run_validity(ws, read_json(result.run_dir / "RUN.json")["judge"])["line"])
     click.echo(f"report: {result.run_dir / 'report.html'}")

@@ -1,4 +1,8 @@
-"""The ``offline`` judge: deterministic, no network, no key — the default.
+"""The ``offline-cues-v1`` judge: deterministic, no network, no key — the default until ``offline`` v2.
+
+Kept so that runs made with it replay. Measured against careful reading it calls most
+topic overlap engagement (kappa about 0.1); the default ``offline`` judge is now the
+fitted one (:mod:`backtest.judge.fitted`).
 
 **It is much weaker than an LLM judge.** It cannot read an argument; it matches the
 question against the documents shown with a sentence-embedding model and explicit cue
@@ -211,7 +215,7 @@ class _Lexicon:
 class OfflineJudge:
     """Deterministic cue-and-similarity judge. Weaker than an LLM; see the module docstring."""
 
-    name = "offline"
+    name = "offline-cues-v1"
     concurrency = 1
     config_path = None  # set when made from a judges/*.toml config
 
@@ -235,7 +239,7 @@ class OfflineJudge:
 
     def settings(self) -> dict[str, Any]:
         """What changes the labels: thresholds, model, lexicon hash."""
-        return {"kind": "offline", "protocol": PROTOCOL, **asdict(self.cfg),
+        return {"kind": "offline-cues-v1", "protocol": PROTOCOL, **asdict(self.cfg),
                 "prompt_sha256": self.prompt_sha256, "config_sha256": self.config_sha256}
 
     def stats(self) -> dict[str, Any]:
@@ -342,7 +346,7 @@ class OfflineJudge:
         return to_judgment(question.question_id, answer, [d.id for d in documents], self.info(), {})
 
 
-@register_judge("offline")
+@register_judge("offline-cues-v1")
 def _make_offline(config: dict[str, Any], config_path, ws: Workspace | None) -> OfflineJudge:
     fields = {k: v for k, v in config.items() if k not in ("kind", "name", "description")}
     try:

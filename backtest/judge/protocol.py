@@ -109,7 +109,7 @@ def register_judge(kind: str, needs_config: bool = False) -> Callable[[JudgeFact
 
 
 def _load_builtin() -> None:
-    from . import llm, offline  # noqa: F401 - registration side effect
+    from . import fitted, llm, offline  # noqa: F401 - registration side effect
 
 
 def judge_names() -> list[str]:

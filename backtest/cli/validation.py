@@ -1,0 +1,151 @@
+"""``backtest annotate export|import`` and ``backtest judge validate|fit``: judges measured against careful reading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import BadInput
+from .common import OutPath, echo_json, json_option, progress_enabled, workspace
+from .main import cli
+
+
+@cli.group("annotate")
+def annotate_group() -> None:
+    """Blinded annotation: export items for careful reading, import filled sheets."""
+
+
+@annotate_group.command("export")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--n", "n", type=int, required=True, help="Number of items (split evenly over the runs).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw and the shuffle.")
+@click.option("--stratify", type=click.Choice(["outcome"]), default=None,
+              help="Draw round-robin over the run judge's outcome labels, so rare labels are represented.")
+@click.option("--first-item", type=int, default=1, show_default=True,
+              help="Number of the first item (exports made in batches can share one numbering).")
+@click.option("--pairwise", is_flag=True, help="Export arena pairs: SOURCES are arena folders (with contexts.jsonl).")
+@click.option("--instance", "instance_id", default=None,
+              help="With --pairwise and one arena folder outside results/<instance>/: the instance giving the context papers.")
+@click.option("--codebook", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Codebook copied beside the items (default: ../shared/reference/sqb/annotation/codebook.md when present).")
+@click.option("--out", type=OutPath(file_okay=False, path_type=Path), required=True, help="New (or empty) folder to write.")
+@click.pass_context
+def annotate_export(ctx, sources, n, seed, stratify, first_item, pairwise, instance_id, codebook, out):
+    """Write blinded items from scored runs (RUN_DIR...), or pairs from arena folders (--pairwise).
+
+    OUT gets items.jsonl (or pairs.jsonl), a blank sheet.csv, the codebook (or the pair guide)
+    and decode.json, which maps items back to systems and must not be shown to readers.
+    """
+    from ..validation.annotate import DEFAULT_CODEBOOK, export_items, export_pairs
+
+    ws = workspace(ctx)
+    if pairwise:
+        summary = export_pairs(ws, sources, n=n, seed=seed, out=out, instance_id=instance_id, first_item=first_item)
+        click.echo(f"wrote {summary['n']} blinded pairs to {out} (pairs.jsonl, sheet.csv, guide.md, decode.json)")
+        return
+    if codebook is None and (ws.root.parent / "shared" / DEFAULT_CODEBOOK).is_file():
+        codebook = ws.root.parent / "shared" / DEFAULT_CODEBOOK
+    summary = export_items(ws, sources, n=n, seed=seed, out=out, stratify=stratify, codebook=codebook, first_item=first_item)
+    per_run = ", ".join(f"{k}: {v}" for k, v in summary["per_run"].items())
+    click.echo(f"wrote {summary['n']} blinded items to {out} ({per_run}); keep decode.json away from readers")
+
+
+@annotate_group.command("import")
+@click.argument("sheet", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--items", "items_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="The folder annotate export wrote (items.jsonl or pairs.jsonl).")
+@click.option("--rater", required=True, help="The reader's name; labels go to ITEMS/labels/RATER.jsonl.")
+@click.option("--out", type=OutPath(dir_okay=False, path_type=Path), default=None, help="Labels file (default: ITEMS/labels/RATER.jsonl).")
+def annotate_import(sheet, items_dir, rater, out):
+    """Validate a filled SHEET against its items and write the reader's labels (nothing written on any problem)."""
+    from ..validation.annotate import import_sheet
+
+    result = import_sheet(sheet, items_dir, rater, out)
+    click.echo(f"{rater}: {result['n']} {'pair verdicts' if result['pairwise'] else 'labels'} -> {result['labels']}")
+
+
+@annotate_group.command("merge")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--out", type=OutPath(file_okay=False, path_type=Path), required=True, help="New (or empty) folder to write.")
+def annotate_merge(sources, out):
+    """Merge exports made in batches (numbered with --first-item), with each reader's labels, into one set."""
+    from ..validation.annotate import merge_exports
+
+    result = merge_exports(sources, out)
+    click.echo(f"merged {result['n']} items from {len(sources)} exports into {out} (readers: {', '.join(result['raters']) or 'none'})")
+
+
+@cli.group("judge")
+def judge_group() -> None:
+    """Judges: validate one against careful reading (its validity card), refit the offline judge."""
+
+
+@judge_group.command("validate")
+@click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--labels", "label_specs", multiple=True, required=True, help="NAME=FILE of one reader's labels (repeatable).")
+@click.option("--judge", "judge_spec", default="offline", show_default=True,
+              help="offline, offline-cues-v1, judges/NAME.toml (an LLM judge), or a pairwise judge with --pairwise.")
+@click.option("--pairwise", is_flag=True, help="ITEMS is a pairs.jsonl; validate a pairwise (arena) judge.")
+@click.option("--set-name", default=None, help="Name of the labelled set on the card (default: the items' folder name).")
+@click.option("--out", type=OutPath(file_okay=False, path_type=Path), default=None,
+              help="Write validation.json and validation.html here.")
+@click.option("--no-card", is_flag=True, help="Do not write the judge's validity card.")
+@click.option("--folds", type=int, default=5, show_default=True, help="Folds when a fitted judge is cross-validated.")
+@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates for the kappa intervals.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+@click.pass_context
+def judge_validate(ctx, items, label_specs, judge_spec, pairwise, set_name, out, no_card, folds, n_boot, seed, as_json):
+    """Run a judge on exactly the ITEMS' documents and measure it against the readers' labels.
+
+    Prints kappa with 95% intervals for outcome, premise and engaged-vs-not, per reader and
+    against their consensus, and writes the judge's validity card to judges/cards/.
+    """
+    from ..judge.cards import card_line, load_card, write_card
+    from ..validation.report import render_text, write_report
+    from ..validation.validate import validate_items, validate_pairs
+
+    ws = workspace(ctx)
+    if pairwise:
+        from ..arena.pairwise import get_pairwise_judge
+
+        judge = get_pairwise_judge(judge_spec, ws.root)
+        report = validate_pairs(items, label_specs, judge, folds=folds, seed=seed)
+    else:
+        from ..judge import get_judge
+
+        judge = get_judge(judge_spec, ws)
+        report = validate_items(items, label_specs, judge, n_boot=n_boot, seed=seed, folds=folds, progress=progress_enabled())
+    if out:
+        write_report(report, out)
+    if not no_card:
+        card = write_card(ws.judges / "cards", report, set_name or Path(items).resolve().parent.name)
+        report["card"] = ws.relative(card)
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(render_text(report))
+    if not no_card:
+        click.echo(card_line(load_card(ws.judges / "cards", report["judge"], pairwise)))
+        click.echo(f"card: {report['card']}")
+
+
+@judge_group.command("fit")
+@click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--labels", "label_specs", multiple=True, required=True, help="NAME=FILE of one reader's labels (repeatable).")
+@click.option("--pairwise", is_flag=True, help="Fit the offline pairwise (arena) judge on pairs instead.")
+@click.option("--out", type=OutPath(dir_okay=False, path_type=Path), required=True, help="Weights file to write (JSON).")
+@click.pass_context
+def judge_fit(ctx, items, label_specs, pairwise, out):
+    """Fit the offline judge's weights on a labelled set (the readers' consensus).
+
+    Use the weights with a judge config: judges/NAME.toml holding kind = "offline" and
+    weights = "PATH"; then `backtest judge validate` it (cross-validated on its own set).
+    """
+    from ..fileio import write_json
+    from ..validation.validate import fit_judge_weights
+
+    weights = fit_judge_weights(items, label_specs, pairwise=pairwise)
+    write_json(out, weights)
+    click.echo(f"wrote {out}: fitted on {weights['trained_on']['n_items']} labelled items")
