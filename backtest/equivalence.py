@@ -96,6 +96,10 @@ class TfidfRule:
         except ValueError:  # empty vocabulary: nothing but stop words
             return np.zeros((len(texts), 1), dtype=np.float64)
 
+    def row_vectors(self, texts: Sequence[str]):
+        """The TF-IDF rows and the clip range of their inner products (for blocked comparison)."""
+        return self.vectors(texts), (0.0, 1.0)
+
     def similarity_matrix(self, texts: Sequence[str]) -> np.ndarray:
         """Cosine similarities of the TF-IDF rows."""
         matrix = self.vectors(texts)
@@ -140,6 +144,10 @@ class EmbeddingRule:
         self._memo[key] = vectors
         return vectors
 
+    def row_vectors(self, texts: Sequence[str]):
+        """The unit vectors and the clip range of their inner products (for blocked comparison)."""
+        return self.embeddings(texts), (-1.0, 1.0)
+
     def similarity_matrix(self, texts: Sequence[str]) -> np.ndarray:
         """Cosine similarities (inner products of unit vectors)."""
         if not texts:
@@ -182,26 +190,63 @@ def pairs_above_all(texts: Sequence[str], rules: Sequence[EquivalenceRule], pref
     (``tfidf``) first and the costly one (``embedding``) last. The result is the
     same as without it: a pair must pass every rule anyway. ``stats`` (if given)
     receives how many texts each rule was run on.
+
+    Memory stays bounded: a rule with row vectors (``row_vectors``) is compared in
+    blocks of rows and only pairs at or above its threshold are kept, so no n×n matrix
+    is ever built (:func:`similar_pairs`).
     """
     n = len(texts)
     if not rules or n < 2:
         return []
-    candidates = np.arange(n)
-    mask = np.triu(np.ones((n, n), dtype=bool), k=1)
-    full: dict[str, np.ndarray] = {}
+    alive: list[tuple[int, int]] | None = None  # pairs (i < j) every rule so far calls the same; None: all pairs
+    found: dict[str, dict[tuple[int, int], float]] = {}
     for rule in rules:
-        subset = candidates if prefilter else np.arange(n)
-        sims = np.zeros((n, n), dtype=np.float64)
-        if len(subset) >= 2:
-            sub_sims = np.asarray(rule.similarity_matrix([texts[i] for i in subset]), dtype=np.float64)
-            sims[np.ix_(subset, subset)] = sub_sims
+        subset = sorted({k for pair in alive for k in pair}) if (prefilter and alive is not None) else list(range(n))
         if stats is not None:
-            stats[rule.name] = int(len(subset))
-        full[rule.name] = sims
-        mask &= sims >= rule.threshold
-        candidates = np.unique(np.concatenate(np.nonzero(mask))) if mask.any() else np.arange(0)
-    rows, cols = np.nonzero(mask)
-    return [(int(i), int(j), {name: round(float(m[i, j]), 6) for name, m in full.items()}) for i, j in zip(rows, cols)]
+            stats[rule.name] = len(subset)
+        local = {g: k for k, g in enumerate(subset)}
+        wanted = None if alive is None else [(local[i], local[j]) for i, j in alive]
+        sims = {(subset[a], subset[b]): v for (a, b), v in similar_pairs([texts[i] for i in subset], rule, wanted).items()}
+        alive = sorted(p for p in (sims if alive is None else alive) if sims.get(p, -np.inf) >= rule.threshold)
+        found[rule.name] = sims
+    return [(i, j, {name: round(float(sims.get((i, j), 0.0)), 6) for name, sims in found.items()}) for i, j in alive or []]
+
+
+def similar_pairs(texts: Sequence[str], rule: EquivalenceRule, wanted: Sequence[tuple[int, int]] | None = None,
+                  block: int = 512) -> dict[tuple[int, int], float]:
+    """``{(i, j): similarity}`` for ``i < j``: every pair at or above the rule's threshold, or just the ``wanted`` pairs.
+
+    A rule with ``row_vectors(texts) -> (matrix, (lo, hi))`` (rows whose inner products are
+    its similarities, clipped to [lo, hi]) is computed ``block`` rows at a time; any other
+    rule through its full ``similarity_matrix``.
+    """
+    m = len(texts)
+    if m < 2 or (wanted is not None and not wanted):
+        return {}
+    row_vectors = getattr(rule, "row_vectors", None)
+    if row_vectors is None:
+        full = np.asarray(rule.similarity_matrix(texts), dtype=np.float64)
+        if wanted is None:
+            rows, cols = np.nonzero(np.triu(full >= rule.threshold, k=1))
+            wanted = list(zip(rows.tolist(), cols.tolist()))
+        return {(i, j): float(full[i, j]) for i, j in wanted}
+    vectors, (lo, hi) = row_vectors(texts)
+    by_row: dict[int, list[int]] = {}
+    for i, j in wanted or []:
+        by_row.setdefault(i, []).append(j)
+    out: dict[tuple[int, int], float] = {}
+    for start in range(0, m, block):
+        stop = min(m, start + block)
+        if wanted is not None and not any(i in by_row for i in range(start, stop)):
+            continue
+        chunk = vectors[start:stop] @ vectors.T
+        chunk = np.clip((chunk.toarray() if hasattr(chunk, "toarray") else np.asarray(chunk)).astype(np.float64), lo, hi)
+        if wanted is None:
+            rows, cols = np.nonzero(chunk >= rule.threshold)
+            out.update(((start + a, b), float(chunk[a, b])) for a, b in zip(rows.tolist(), cols.tolist()) if b > start + a)
+        else:
+            out.update(((i, j), float(chunk[i - start, j])) for i in range(start, stop) for j in by_row.get(i, ()))
+    return out
 
 
 def clusters(texts: Sequence[str], rule: EquivalenceRule, method: str = "components") -> list[list[int]]:

@@ -88,6 +88,8 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise BadInput(f"{path}:{lineno}: bad JSON ({exc.msg})") from None
+        except RecursionError:
+            raise BadInput(f"{path}:{lineno}: JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise BadInput(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
         yield lineno, obj
@@ -114,6 +116,8 @@ def read_json(path: str | os.PathLike) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: bad JSON ({exc.msg})") from None
+    except RecursionError:
+        raise BadInput(f"{path}: JSON nested too deeply") from None
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> Path:

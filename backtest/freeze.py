@@ -78,7 +78,7 @@ def render_frozen(data: dict[str, Any]) -> bytes:
 
 def next_version(system_dir: Path) -> int:
     """One more than the highest existing ``v<N>`` folder (1 when none)."""
-    versions = [int(m.group(1)) for p in system_dir.iterdir() if (m := _VERSION_DIR.match(p.name))] if system_dir.is_dir() else []
+    versions = [int(m.group(1)) for p in system_dir.iterdir() if (m := _VERSION_DIR.fullmatch(p.name))] if system_dir.is_dir() else []
     return max(versions, default=0) + 1
 
 
@@ -246,9 +246,36 @@ def _file_problems(path: Path, data: dict[str, Any], frozen: FrozenSet) -> list[
     return problems
 
 
+def symlink_in(path: str | Path, ws: Workspace) -> Path | None:
+    """The first symbolic link among the components of ``path`` below the workspace root, or None."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        rel = absolute.relative_to(ws.root)
+    except ValueError:
+        return None
+    current = ws.root
+    for part in rel.parts:
+        current = current / part
+        if current.is_symlink():
+            return current
+    return None
+
+
+def entry_problems(entry, frozen: FrozenSet, rel: str) -> list[str]:
+    """Every field of a ledger line that disagrees with the frozen set it describes (and the folder it is in)."""
+    expected = {"kind": "freeze", "instance_id": frozen.instance_id, "system": frozen.system, "version": frozen.version,
+                "path": rel, "frozen_seal": frozen.seal, "frozen_at": frozen.frozen_at}
+    return [f"ledger line {entry.seq + 1} for {rel}: {key} is {getattr(entry, key)!r} but {FROZEN_FILE} says {value!r}"
+            for key, value in expected.items() if getattr(entry, key) != value]
+
+
 def verify_frozen(path: str | Path, ws: Workspace) -> list[str]:
-    """Every problem with a frozen set: file hashes, FROZEN.json seal and bytes, its ledger entry,
-    the ledger chain, and the instance seal. Empty when intact."""
+    """Every problem with a frozen set: file hashes, FROZEN.json seal and bytes, its ledger entry (every
+    field), the ledger chain, and the instance seal; a set reached through a symbolic link is refused.
+    Empty when intact."""
+    link = symlink_in(path, ws)
+    if link is not None:
+        return [f"{link}: a symbolic link; frozen sets are real folders inside the workspace"]
     path = Path(path).resolve()
     try:
         data, frozen = _read_frozen_record(path)
@@ -267,8 +294,8 @@ def verify_frozen(path: str | Path, ws: Workspace) -> list[str]:
     entry = find_entry(entries, rel)
     if entry is None:
         problems.append(f"{ws.ledger}: no ledger entry for {rel}")
-    elif (entry.frozen_seal, entry.instance_id, entry.system, entry.version) != (frozen.seal, frozen.instance_id, frozen.system, frozen.version):
-        problems.append(f"{ws.ledger}:{entry.seq + 1}: ledger entry for {rel} does not match {FROZEN_FILE} (seal {entry.frozen_seal[:12]}… vs {frozen.seal[:12]}…)")
+    else:
+        problems += [f"{ws.ledger}: {p}" for p in entry_problems(entry, frozen, rel)]
     try:
         instance = load_instance(frozen.instance_id, ws)
         if instance.seal != frozen.instance_seal:
@@ -292,7 +319,7 @@ def frozen_sets(ws: Workspace) -> list[Path]:
     """Every ``frozen/<instance>/<system>/v<N>`` folder in the workspace, sorted."""
     if not ws.frozen.is_dir():
         return []
-    return sorted(p for p in ws.frozen.glob("*/*/v*") if p.is_dir() and _VERSION_DIR.match(p.name))
+    return sorted(p for p in ws.frozen.glob("*/*/v*") if p.is_dir() and _VERSION_DIR.fullmatch(p.name))
 
 
 def verify_ledger_and_sets(ws: Workspace) -> list[str]:
@@ -305,7 +332,7 @@ def verify_ledger_and_sets(ws: Workspace) -> list[str]:
         if not folder.is_dir():
             problems.append(f"{ws.ledger}:{entry.seq + 1}: frozen set {entry.path} is missing")
             continue
-        problems += _set_problems(folder, entry)
+        problems += _set_problems(folder, entry, ws)
     for folder in frozen_sets(ws):
         rel = folder.relative_to(ws.root).as_posix()
         if rel not in listed:
@@ -313,12 +340,12 @@ def verify_ledger_and_sets(ws: Workspace) -> list[str]:
     return problems
 
 
-def _set_problems(folder: Path, entry) -> list[str]:
+def _set_problems(folder: Path, entry, ws: Workspace) -> list[str]:
+    link = symlink_in(folder, ws)
+    if link is not None:
+        return [f"{link}: a symbolic link; frozen sets are real folders inside the workspace"]
     try:
         data, frozen = _read_frozen_record(folder)
     except BadInput as exc:
         return [exc.message]
-    problems = _file_problems(folder, data, frozen)
-    if frozen.seal != entry.frozen_seal:
-        problems.append(f"{folder / FROZEN_FILE}: seal differs from its ledger entry (line {entry.seq + 1})")
-    return problems
+    return _file_problems(folder, data, frozen) + [f"{ws.ledger}: {p}" for p in entry_problems(entry, frozen, entry.path)]

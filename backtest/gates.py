@@ -26,6 +26,7 @@ METADATA_FILE = "metadata.json"
 MAX_QUESTIONS_BYTES = 64 << 20
 MAX_LINE_BYTES = 256 << 10
 MAX_METADATA_BYTES = 1 << 20
+MAX_QUESTIONS = 5000  # a benchmark set is 125; the near-duplicate screen compares every pair
 DEDUP_MODES = ("report", "fail", "drop-later")
 CLARITY_MODES = ("report", "fail")
 NOT_APPLICABLE = "not applicable"
@@ -62,8 +63,33 @@ def _reject_constant(name: str) -> Any:
 
 
 def strict_json(text: str) -> Any:
-    """``json.loads`` that rejects duplicate keys and NaN/Infinity (ValueError)."""
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+    """``json.loads`` that rejects duplicate keys, NaN/Infinity and lone surrogates (ValueError)."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    _reject_surrogates(obj)
+    return obj
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_surrogates(obj: Any) -> None:
+    """ValueError when any string (key or value) holds a lone surrogate: ``\\udc80`` decodes to one, and it is
+    not a Unicode scalar value (it cannot be written as UTF-8, so such a question could never be scored)."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                raise ValueError(f"text holds a lone surrogate (U+{ord(found.group(0)):04X}), which is not valid Unicode")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _read_regular(path: Path, limit: int) -> bytes:
@@ -112,6 +138,9 @@ def parse_questions(data: bytes, path: Path) -> tuple[list[Question], list[int],
             raise BadInput(f"{where}: bad JSON ({exc})") from None
         if not isinstance(obj, dict):
             raise BadInput(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        if len(questions) >= MAX_QUESTIONS:
+            raise BadInput(f"{path}: more than {MAX_QUESTIONS} questions; a submission holds at most {MAX_QUESTIONS} "
+                           f"(split larger sets into several systems)")
         questions.append(parse_record(Question, obj, where))
         lines.append(lineno)
         raws.append(raw + b"\n")
@@ -237,11 +266,13 @@ def gate_unique_ids(ctx: GateContext) -> GateResult:
     seen: dict[str, int] = {}
     problems = []
     for i, q in enumerate(ctx.submission.questions):
-        if q.question_id in seen:
+        key = q.question_id.casefold()  # ids name files and anchors: ids differing only in case collide
+        if key in seen:
             problems.append({"question_id": q.question_id,
-                             "problem": f"{ctx.where(i)}: duplicate question_id (first on line {ctx.submission.lines[seen[q.question_id]]})"})
+                             "problem": f"{ctx.where(i)}: duplicate question_id (first on line {ctx.submission.lines[seen[key]]}"
+                                        f"{'' if q.question_id == ctx.submission.questions[seen[key]].question_id else ', differing only in case'})"})
         else:
-            seen[q.question_id] = i
+            seen[key] = i
     return _result("unique_ids", problems, "question ids are unique")
 
 

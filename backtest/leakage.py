@@ -34,6 +34,7 @@ from .corpus.sources import arxiv_id_month
 from .corpus.store import CorpusStore
 from .errors import BadInput
 from .fileio import iter_jsonl, read_json
+from .gates import normalise_id
 from .records import Instance, Judgment, Question, Retrieval, parse_record
 from .workspace import Workspace
 
@@ -102,7 +103,7 @@ def check_evidence_in_past(run: RunData) -> CheckResult:
     cutoff, bad = run.instance.cutoff, []
     for q in run.questions:
         for ident in q.source_evidence_ids:
-            day = past.dates.get(ident)
+            day = past.dates.get(normalise_id(ident))  # the freeze gate's normaliser: arXiv: prefix and vN dropped
             if day is None:
                 bad.append(f"{q.question_id}: {ident} not in past corpus {past.corpus_id}")
             elif day > cutoff:

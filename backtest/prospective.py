@@ -25,7 +25,9 @@ the root); it is sealed, and every setting it records is also in the committed
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,6 +290,23 @@ def commit(opts: CommitOptions, ws: Workspace, now: dt.datetime | None = None) -
             system=system, path=rel, frozen_version=bundle.frozen.version, frozen_seal=bundle.frozen.seal,
             n_questions=bundle.frozen.n_questions, questions_sha256=bundle.frozen.files["questions.jsonl"],
         ))
+    # all or nothing: the folder is assembled beside its place and renamed into it whole
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        commitment = _write_commitment(tmp, copies, opts, instance, past_id, systems, now)
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out, commitment
+
+
+def _write_commitment(out: Path, copies: dict[str, Path], opts: CommitOptions, instance: Instance, past_id: str,
+                      systems: list[CommittedSystem], now: dt.datetime | None) -> Commitment:
+    """Write the copies, SHA256SUMS and the sealed COMMITMENT.json into ``out``; return the commitment."""
     for rel, src in copies.items():
         atomic_write_bytes(out / rel, Path(src).read_bytes())
     sums.write_sums(out, sorted(copies))
@@ -302,7 +321,7 @@ def commit(opts: CommitOptions, ws: Workspace, now: dt.datetime | None = None) -
     )
     sealed = with_seal(commitment.model_dump(mode="json"))
     write_json(out / COMMITMENT_FILE, sealed)
-    return out, Commitment.model_validate(sealed)
+    return Commitment.model_validate(sealed)
 
 
 def _prospective_instance(opts: CommitOptions, past_id: str, declaration: FutureDeclaration, ws: Workspace) -> Instance:
@@ -638,7 +657,7 @@ def freeze_or_reuse(submission_dir: Path, instance_id: str, ws: Workspace) -> Pa
     system = meta.get("system_name") if isinstance(meta, dict) else None
     wanted = sha256_file(questions)
     folder = ws.frozen / instance_id / str(system)
-    if isinstance(system, str) and SAFE_NAME.match(system) and ".." not in system and folder.is_dir():
+    if isinstance(system, str) and SAFE_NAME.fullmatch(system) and ".." not in system and folder.is_dir():
         for candidate in sorted(folder.iterdir(), reverse=True):
             if not (candidate / "FROZEN.json").is_file():
                 continue

@@ -40,10 +40,23 @@ CONTRACT_FIELDS = (
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
+class UnsafeName(BadInput, ValueError):
+    """A name that could escape its folder: bad input (exit 2) and, for pydantic validators, a ValueError."""
+
+
 def check_safe_name(value: str, what: str = "name") -> str:
-    """Reject names that could escape a folder (``../x``, ``/abs``, empty, odd characters)."""
-    if not isinstance(value, str) or not SAFE_NAME.match(value) or ".." in value:
-        raise ValueError(f"{what} {value!r} must match {SAFE_NAME.pattern} and contain no '..'")
+    """Reject names that could escape a folder (``../x``, ``/abs``, empty, odd characters, a trailing newline)."""
+    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value) or ".." in value:
+        raise UnsafeName(f"{what} {value!r} must match {SAFE_NAME.pattern} and contain no '..'")
+    return value
+
+
+def _strict_day(value: Any) -> Any:
+    """A date given in JSON must be the string YYYY-MM-DD: not a Unix integer, not a datetime."""
+    if isinstance(value, dt.date):
+        return value
+    if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError(f"{value!r} is not a date written YYYY-MM-DD")
     return value
 
 
@@ -218,6 +231,13 @@ class Question(BaseModel):
     supporting_result: StrictStr | None = None
     falsifying_result: StrictStr | None = None
 
+    _safe_id = safe_name_validator("question_id", "question id")
+
+    @field_validator("cutoff_date", mode="before")
+    @classmethod
+    def _iso_day(cls, value: Any) -> Any:
+        return _strict_day(value)
+
     @field_validator("generated_at")
     @classmethod
     def _parseable_time(cls, value: str) -> str:
@@ -263,6 +283,11 @@ class SubmissionMetadata(BaseModel):
     cutoff_date: dt.date
     domain: StrictStr
     n_questions: StrictInt = Field(ge=0)
+
+    @field_validator("cutoff_date", mode="before")
+    @classmethod
+    def _iso_day(cls, value: Any) -> Any:
+        return _strict_day(value)
     frozen: StrictBool
     llm_components: list[LLMComponent] | dict[str, Any] | None = None
 

@@ -65,6 +65,32 @@ class Workspace:
         """``manifests/instances/<id>.json``."""
         return self.manifests / "instances" / f"{check_safe_name(instance_id, 'instance id')}.json"
 
+    def check_output(self, path: str | os.PathLike) -> Path:
+        """``path`` unless it lies in frozen/ or manifests/, is corpora/ itself, or lies in a built corpus
+        (``corpora/<id>/`` with a manifest or records): those only their own commands write (freeze, corpus
+        build, instance create). BadInput naming the folder otherwise."""
+        from .errors import BadInput
+
+        resolved = Path(path).resolve()
+
+        def inside(folder: Path) -> bool:
+            folder = folder.resolve()
+            return resolved == folder or folder in resolved.parents
+
+        owned = [self.frozen, self.manifests]
+        corpora = self.corpora.resolve()
+        if resolved == corpora:
+            owned.append(self.corpora)
+        elif corpora in resolved.parents:
+            name = resolved.relative_to(corpora).parts[0]
+            if (self.manifests / f"{name}.json").is_file() or (corpora / name / "records.jsonl").is_file():
+                owned.append(corpora / name)
+        for folder in owned:
+            if inside(folder):
+                raise BadInput(f"{path}: inside {self.relative(folder)}/, which only its own commands write "
+                               f"(freeze, corpus build, instance create); choose another output path")
+        return Path(path)
+
     def relative(self, path: str | os.PathLike) -> str:
         """``path`` relative to the root (POSIX form) when it lies inside it, else the absolute path."""
         resolved = Path(path).resolve()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import echo_json, json_option
+from .common import OutPath, echo_json, json_option
 from .main import cli
 
 
@@ -17,7 +17,7 @@ def import_group() -> None:
 
 @import_group.command("sqb")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out", required=True, type=OutPath(file_okay=False, path_type=Path),
               help="Folder to write into (a workspace root: manifests/, frozen/, results/, labels/).")
 @click.option("--no-annotation", is_flag=True, help="Skip decoding the human annotation sheets.")
 @json_option
@@ -38,7 +38,7 @@ def import_sqb_cmd(path, out, no_annotation, as_json):
 
 @import_group.command("sqb-annotation")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out", required=True, type=OutPath(file_okay=False, path_type=Path),
               help="Folder for the rater files (annotator_<N>.jsonl).")
 def import_sqb_annotation_cmd(path, out):
     """Decode the release's blinded annotation sheets (PATH: the release or its annotation/)."""
@@ -50,7 +50,7 @@ def import_sqb_annotation_cmd(path, out):
 
 @cli.command("compare")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(path_type=Path),
+@click.option("--out", "out", type=OutPath(path_type=Path),
               help="FILE.md, FILE.json or FILE.html, or a folder for compare.{md,json,html}.")
 @click.option("--allow-invalid", is_flag=True, help="Include runs marked valid=false (shown as INVALID everywhere).")
 @json_option
@@ -71,7 +71,7 @@ def compare_cmd(run_dirs, out, allow_invalid, as_json):
 @cli.command("agree")
 @click.argument("label_files", nargs=-1, required=True)
 @click.option("--field", "field_name", type=click.Choice(["outcome", "premise_status"]), default="outcome", show_default=True)
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML heat map here.")
+@click.option("--html", "html_out", type=OutPath(dir_okay=False, path_type=Path), help="Write an HTML heat map here.")
 @json_option
 def agree_cmd(label_files, field_name, html_out, as_json):
     """Agreement between raters on the items they all label.

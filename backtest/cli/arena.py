@@ -8,7 +8,7 @@ import click
 from tqdm import tqdm
 
 from ..errors import BadInput
-from .common import echo_json, json_option, progress_enabled, workspace
+from .common import OutPath, echo_json, json_option, progress_enabled, workspace
 from .main import cli
 
 
@@ -56,7 +56,7 @@ def _past_of(instance_id: str, question_sets: dict, ws):
 @click.option("--rubric", type=click.Choice(["offline", "llm", "none"]), default="offline", show_default=True,
               help="Rubric diagnostics beside the leaderboard.")
 @click.option("--rubric-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Config for --rubric llm.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", type=OutPath(file_okay=False, path_type=Path),
               help="Output folder (default: results/<instance>/arena/<run id>).")
 @json_option
 @click.pass_context
@@ -108,7 +108,7 @@ def arena(ctx, sets, instance_id, contexts_file, judge, fold, n_boot, seed, clus
 @click.option("--audit/--no-audit", default=True, show_default=True, help="Run the perturbation audit.")
 @click.option("--audit-max", type=click.IntRange(1), default=None, help="Audit at most this many questions per set.")
 @click.option("--llm-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Judge config for --rule llm.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default: results/diversity/<id>).")
+@click.option("--out", type=OutPath(file_okay=False, path_type=Path), help="Output folder (default: results/diversity/<id>).")
 @json_option
 @click.pass_context
 def diversity(ctx, sets, rules, groupings, audit, audit_max, llm_config, out, as_json):

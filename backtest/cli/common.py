@@ -55,4 +55,17 @@ def progress_enabled() -> bool:
     return sys.stderr.isatty()
 
 
+class OutPath(click.Path):
+    """A ``click.Path`` for outputs: refused (exit 2) inside frozen/, manifests/ or corpora/ of the workspace."""
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        if ctx is not None and ctx.find_root().obj:
+            try:
+                workspace(ctx).check_output(path)
+            except BadInput as exc:
+                self.fail(exc.message, param, ctx)
+        return path
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from ..corpus.build import BuildOptions, build_corpus, load_manifest, rebuild_and_compare, verify_corpus
 from ..errors import BadInput
 from ..workspace import Workspace
-from .common import DATE, echo_json, json_option, progress_enabled, workspace
+from .common import DATE, OutPath, echo_json, json_option, progress_enabled, workspace
 from .main import cli
 
 
@@ -75,7 +75,7 @@ def verify(ctx, manifest, rebuild, as_json):
 @click.argument("instance_id")
 @click.option("--role", type=click.Choice(["past"]), default="past", show_default=True,
               help="Only the past corpus can be exported: generators never see the future.")
-@click.option("--out", type=click.Path(path_type=Path), help="Output JSONL file (default: stdout).")
+@click.option("--out", type=OutPath(path_type=Path), help="Output JSONL file (default: stdout).")
 @click.pass_context
 def export(ctx, instance_id, role, out):
     """Write the past corpus of an instance as JSONL, for generators outside this tool."""
@@ -100,7 +100,7 @@ def export(ctx, instance_id, role, out):
 @click.option("--query", required=True, help="The service's search query.")
 @click.option("--start", type=DATE, required=True)
 @click.option("--end", type=DATE, required=True)
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="JSONL file of CorpusRecords.")
+@click.option("--out", type=OutPath(path_type=Path), required=True, help="JSONL file of CorpusRecords.")
 @click.option("--max-records", type=int, default=10000, show_default=True)
 @click.pass_context
 def fetch(ctx, service, query, start, end, out, max_records):

@@ -62,11 +62,14 @@ def _verify_target(path: Path, ws: Workspace) -> tuple[str, list[str]]:
         raise BadInput(f"{path}: no such file or folder")
     resolved = path.resolve()
     if resolved.is_dir() and (resolved / FROZEN_FILE).is_file():
-        root = resolved.parents[3] if len(resolved.parents) > 3 and resolved.parents[2].name == "frozen" else ws.root
-        return f"frozen set {path}", verify_frozen(resolved, Workspace(root))
+        # against the workspace given (--root, else the current folder), never one derived from the path:
+        # a forged set elsewhere with a ledger of its own must not verify
+        return f"frozen set {path}", verify_frozen(path, ws)
     if resolved.name == "LEDGER.jsonl" or (resolved.is_dir() and (resolved / "LEDGER.jsonl").is_file()):
         frozen_dir = resolved.parent if resolved.is_file() else resolved
-        return f"ledger {frozen_dir / 'LEDGER.jsonl'}", verify_ledger_and_sets(Workspace(frozen_dir.parent))
+        if frozen_dir != ws.frozen.resolve():
+            raise BadInput(f"{path}: not the ledger of the workspace {ws.root} (give --root for another workspace)")
+        return f"ledger {frozen_dir / 'LEDGER.jsonl'}", verify_ledger_and_sets(ws)
     if resolved.is_dir() and (resolved / SUMS_FILE).is_file():
         return f"{path}/{SUMS_FILE}", verify_sums(resolved).problems
     if resolved.is_file() and resolved.name == SUMS_FILE:
@@ -96,15 +99,34 @@ def _verify_json(path: Path, ws: Workspace) -> tuple[str, list[str]]:
 
 @cli.command("verify")
 @click.argument("path", type=click.Path(path_type=Path))
+@click.option("--head", "show_head", is_flag=True,
+              help="With the ledger: print its chain head (seq and hash), the line to publish outside the repository.")
+@click.option("--expect-head", default=None, metavar="HASH",
+              help="With the ledger: fail unless the chain still holds the published head HASH (a rewritten chain would not).")
 @json_option
 @click.pass_context
-def verify(ctx, path, as_json):
+def verify(ctx, path, show_head, expect_head, as_json):
     """Verify PATH: a frozen set, the ledger (frozen/ or frozen/LEDGER.jsonl), a corpus or instance
-    manifest, or any folder with a SHA256SUMS file. Exit 1 with one line per failure."""
-    what, problems = _verify_target(path, workspace(ctx))
+    manifest, or any folder with a SHA256SUMS file, against the workspace given (--root).
+    Exit 1 with one line per failure."""
+    from ..ledger import read_ledger
+
+    ws = workspace(ctx)
+    what, problems = _verify_target(path, ws)
+    head = None
+    if (show_head or expect_head) and not what.startswith("ledger"):
+        raise BadInput("--head and --expect-head go with the ledger: backtest verify frozen --head")
+    if show_head or expect_head:
+        entries, _ = read_ledger(ws.ledger)
+        head = {"seq": entries[-1].seq, "hash": entries[-1].hash} if entries else {"seq": -1, "hash": "0" * 64}
+        if expect_head and not any(e.hash == expect_head.strip().lower() for e in entries):
+            problems.append(f"{ws.ledger}: the published head {expect_head} is not in the chain (history rewritten?)")
     if as_json:
-        echo_json({"path": str(path), "what": what, "ok": not problems, "problems": problems})
+        echo_json({"path": str(path), "what": what, "ok": not problems, "problems": problems,
+                   **({"head": head} if head else {})})
     elif not problems:
         click.echo(f"OK {what}")
+        if head and show_head:
+            click.echo(f"ledger head: seq {head['seq']} sha256 {head['hash']}")
     if problems:
         raise CheckFailed(f"{what}: {len(problems)} problem(s); {problems[0]}", problems)

@@ -8,7 +8,7 @@ import click
 
 from ..errors import BadInput, CheckFailed
 from ..records import RetrievalSettings
-from .common import DATE, echo_json, json_option, workspace
+from .common import DATE, OutPath, echo_json, json_option, workspace
 from .instance import k_option, retriever_option
 from .main import cli
 
@@ -44,7 +44,7 @@ def prospective() -> None:
 @k_option()
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: the offline judge.")
 @click.option("--domain", default="", help="A short description of the domain.")
-@click.option("--out", type=click.Path(path_type=Path), help="Commitment folder (default: prospective/<ID>/).")
+@click.option("--out", type=OutPath(path_type=Path), help="Commitment folder (default: prospective/<ID>/).")
 @json_option
 @click.pass_context
 def commit_cmd(ctx, commitment_id, cutoff, window, schedule, submissions, source, inputs, categories, query, past,
@@ -127,7 +127,7 @@ def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
 @k_option("Future documents shown to the judge per question.")
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config; default: the offline judge.")
 @click.option("--id", "stress_id", default="stress", show_default=True, help="Prefix of the corpora and instances built.")
-@click.option("--out", type=click.Path(path_type=Path), help="Folder for STRESS.md and STRESS.json (default: results/stress/<id>/).")
+@click.option("--out", type=OutPath(path_type=Path), help="Folder for STRESS.md and STRESS.json (default: results/stress/<id>/).")
 @json_option
 @click.pass_context
 def stress_cmd(ctx, generators, cutoffs, source, inputs, categories, query, years_before, years_after, n, seed,

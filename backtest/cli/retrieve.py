@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from .common import echo_json, json_option, progress_enabled, workspace
+from .common import OutPath, echo_json, json_option, progress_enabled, workspace
 from .main import cli
 
 
 @cli.command("retrieve")
 @click.argument("frozen_dir", type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out_dir", type=OutPath(file_okay=False, path_type=Path),
               help="Folder for retrieval.jsonl (default: results/<instance>/<system>/retrieval-v<N>-<method>-k<k>/).")
 @click.option("--method", type=click.Choice(["bm25", "dense", "hybrid"]), default=None,
               help="Override the instance's retriever.")

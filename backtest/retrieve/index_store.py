@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -84,10 +86,46 @@ def _shared_dir(docs: FutureDocs, method: str, key: str) -> Path | None:
     return Path(root) / docs.corpus_id / method / key if root else None
 
 
+_TMP_NAME = re.compile(r"\.(?P<name>.+)\.pid(?P<pid>\d+)\.[^.]+\.tmp")
+
+
+def _tmp_dir(parent: Path, name: str) -> Path:
+    """A fresh temp folder in ``parent`` whose name carries this process's id (so a dead owner can be told)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale(parent)
+    return Path(tempfile.mkdtemp(prefix=f".{name}.pid{os.getpid()}.", suffix=".tmp", dir=parent))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(parent: Path) -> list[Path]:
+    """Remove temp folders in ``parent`` left by killed builds (their process is gone); return what was removed.
+
+    A temp folder of an older build without a process id in its name is removed too when
+    it is over an hour old."""
+    removed = []
+    if not parent.is_dir():
+        return removed
+    for path in parent.glob(".*.tmp"):
+        match = _TMP_NAME.fullmatch(path.name)
+        stale = (not _alive(int(match.group("pid")))) if match else (time.time() - path.stat().st_mtime > 3600)
+        if stale and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 def _install(source: Path, folder: Path) -> None:
     """Copy a folder into place atomically (temp copy beside ``folder``, then rename)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    tmp = _tmp_dir(folder.parent, folder.name)
     try:
         shutil.rmtree(tmp)
         shutil.copytree(source, tmp)
@@ -124,8 +162,7 @@ def open_or_build(docs: FutureDocs, method: str, params: dict[str, Any], build: 
         _install(shared, folder)
         if is_valid(folder, inputs, len(docs)):
             return folder, key, False
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", suffix=".tmp", dir=folder.parent))
+    tmp = _tmp_dir(folder.parent, key)
     try:
         build(tmp)
         write_json(tmp / META_FILE, {"key": key, "inputs": inputs, "n_docs": len(docs), "files": _files_of(tmp)})
