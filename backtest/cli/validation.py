@@ -148,4 +148,5 @@ def judge_fit(ctx, items, label_specs, pairwise, out):
 
     weights = fit_judge_weights(items, label_specs, pairwise=pairwise)
     write_json(out, weights)
-    click.echo(f"wrote {out}: fitted on {weights['trained_on']['n_items']} labelled items")
+    trained = weights["trained_on"]
+    click.echo(f"wrote {out}: fitted on {trained.get('n_items', trained.get('n_pairs'))} labelled {'pairs' if pairwise else 'items'}")

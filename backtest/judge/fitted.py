@@ -161,7 +161,7 @@ class FittedJudge:
         evidence = []
         for i in order:
             note = notes[i]
-            terms = ", ".join((note["objects"] + [t for t in note["rare"] if t not in note["objects"]] + note["shared"])[:6])
+            terms = ", ".join((note["objects"] + [t for t in note["shared"] if t not in note["objects"]])[:6])
             cues = sorted({c for name in ("resolution", "open_question", "refute", "weaken", "support") for c in note["cues"][name]})
             evidence.append({"id": note["id"], "relevance": f"engagement probability {probs[i]:.2f}; shared terms: {terms}"
                              + (f"; cues: {', '.join(cues[:4])}" if cues else "")})
