@@ -44,7 +44,7 @@ def test_run_id_with_trailing_newline_is_refused(astro_ep_ws, copy_ws, cli, tmp_
     ws = copy_ws(astro_ep_ws)
     made = run_generator("random_claims", "astro-2025-ep", ws, n=3, seed=2)
     frozen, _ = freeze_once(made["out"], "astro-2025-ep", ws)
-    code, out, err = cli(["score", str(frozen), "--judge", "offline-cues-v1", "--run-id", "nlrun\n"], root=ws.root)
+    code, out, err = cli(["score", str(frozen), "--run-id", "nlrun\n"], root=ws.root)
     assert code == 2 and "run id" in err
     assert not any("\n" in p.name for p in ws.results.rglob("*"))
 
@@ -62,7 +62,7 @@ def test_prefixed_versioned_evidence_id_freezes_and_passes_leakage(astro_ep_ws, 
     code, out, err = cli(["freeze", str(tmp_path / "sub"), "--instance", "astro-2025-ep"], root=ws.root)
     assert code == 0, err
     frozen = next(ws.frozen.glob("astro-2025-ep/*/v1"))
-    code, out, err = cli(["score", str(frozen), "--judge", "offline-cues-v1", "--json"], root=ws.root)
+    code, out, err = cli(["score", str(frozen), "--json"], root=ws.root)
     assert code == 0, err
     assert json.loads(out)["valid"] is True
 
@@ -291,3 +291,52 @@ def test_near_duplicate_screen_memory_is_bounded():
     tracemalloc.stop()
     assert [(i, j) for i, j, _ in pairs] == [(17, 4999)]
     assert peak < 5000 * 5000 * 8 / 4  # well under one dense n x n float64 matrix (200 MB)
+
+
+@pytest.mark.parametrize("value", [1761868800, "2025-10-31T00:00:00", "2025-10-31 00:00", "31/10/2025"])
+def test_cutoff_date_must_be_written_as_a_day(value):
+    """A Unix integer or a datetime string was accepted silently as a cutoff_date."""
+    from pydantic import ValidationError
+
+    from backtest.records import Question, SubmissionMetadata
+
+    base = {"question_id": "q_1", "question": "Is it?", "domain": "d", "cutoff_date": "2025-10-31", "generated_at": "2025-10-31",
+            "generation_system": "s", "source_evidence_ids": ["a"], "rank": 1, "frozen": True}
+    assert Question.model_validate(base).cutoff_date.isoformat() == "2025-10-31"
+    with pytest.raises(ValidationError, match="YYYY-MM-DD"):
+        Question.model_validate({**base, "cutoff_date": value})
+    meta = {"system_name": "s", "description": "d", "cutoff_date": value, "domain": "d", "n_questions": 1}
+    with pytest.raises(ValidationError, match="YYYY-MM-DD"):
+        SubmissionMetadata.model_validate(meta)
+
+
+@pytest.mark.parametrize("qid", ["q|1", "q\n1", "../../q", "q 1", "é1"])
+def test_question_ids_are_safe_names(qid):
+    """Ids become file names, anchors and table cells: ``|``, newlines and paths were accepted."""
+    from pydantic import ValidationError
+
+    from backtest.records import Question
+
+    with pytest.raises(ValidationError, match="question id"):
+        Question.model_validate({"question_id": qid, "question": "Is it?", "domain": "d", "cutoff_date": "2025-10-31",
+                                 "generated_at": "2025-10-31", "generation_system": "s", "source_evidence_ids": ["a"],
+                                 "rank": 1, "frozen": True})
+
+
+def test_ids_differing_only_in_case_are_duplicates(astro_ep_ws, copy_ws, cli, tmp_path):
+    from backtest.generators import run_generator
+
+    ws = copy_ws(astro_ep_ws)
+    run_generator("random_claims", "astro-2025-ep", ws, n=3, seed=4, out=tmp_path / "sub")
+    qfile = tmp_path / "sub" / "questions.jsonl"
+    rows = [json.loads(line) for line in qfile.read_text().splitlines()]
+    rows[1]["question_id"] = rows[0]["question_id"].upper()
+    qfile.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = cli(["freeze", str(tmp_path / "sub"), "--instance", "astro-2025-ep"], root=ws.root)
+    assert code == 1 and "differing only in case" in err
+
+
+def test_report_table_cells_fold_newlines_and_escape_pipes():
+    from backtest.report import _cell
+
+    assert _cell("a | b\nc\r\nd") == "a \\| b c d"
