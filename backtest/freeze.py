@@ -263,7 +263,8 @@ def symlink_in(path: str | Path, ws: Workspace) -> Path | None:
 
 def entry_problems(entry, frozen: FrozenSet, rel: str) -> list[str]:
     """Every field of a ledger line that disagrees with the frozen set it describes (and the folder it is in)."""
-    expected = {"kind": "freeze", "instance_id": frozen.instance_id, "system": frozen.system, "version": frozen.version,
+    kind = "import" if frozen.settings.get("imported_from") else "freeze"  # interop imports copy a set frozen elsewhere
+    expected = {"kind": kind, "instance_id": frozen.instance_id, "system": frozen.system, "version": frozen.version,
                 "path": rel, "frozen_seal": frozen.seal, "frozen_at": frozen.frozen_at}
     return [f"ledger line {entry.seq + 1} for {rel}: {key} is {getattr(entry, key)!r} but {FROZEN_FILE} says {value!r}"
             for key, value in expected.items() if getattr(entry, key) != value]

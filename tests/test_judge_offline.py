@@ -40,7 +40,7 @@ def pairs(astro_ep_ws):
 def test_offline_judge_is_deterministic(pairs):
     q, docs, _ = pairs[0]
     a = OfflineJudge().judge(q, docs)
-    b = get_judge("offline").judge(q, docs)
+    b = get_judge("offline-cues-v1").judge(q, docs)
     assert canonical_json(a.model_dump(mode="json")) == canonical_json(b.model_dump(mode="json"))
     assert a.judge.protocol == "offline-cues-v1" and len(a.judge.config_sha256) == 64
 

@@ -7,6 +7,7 @@ The LLM tests start llama-server with Gemma 3 270M (tests/llm_server.py).
 
 from __future__ import annotations
 
+import html
 import http.server
 import json
 import os
@@ -93,7 +94,8 @@ def test_offline_score_writes_a_complete_valid_run(score_ws, capsys):
     assert abs(sum(v["rate"] for v in metrics["outcomes"].values()) - 1) < 1e-9
     assert metrics["mean_lead_time_years"] is None and metrics["valid"] is True
     page = (run_dir / "report.html").read_text()
-    assert page.count("src='data:image/png;base64,") == 3 and "Clopper" in page and "weaker than an LLM" in page
+    assert page.count("src='data:image/png;base64,") == 3 and "Clopper" in page
+    assert f"<p class='note' id='judge-validity'>{html.escape(summary['judge_validity'])}</p>" in page
     assert all(q in page for q in questions)
 
     # a rerun of a complete run does nothing and changes nothing

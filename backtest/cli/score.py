@@ -10,6 +10,14 @@ from .common import echo_json, json_option, progress_enabled, workspace
 from .main import cli
 
 
+def _validity_line(ws, run_dir: Path) -> str:
+    """The judge-validity line of a finished run (its judge's card, or that it has none)."""
+    from ..fileio import read_json
+    from ..judge.cards import run_validity
+
+    return run_validity(ws, read_json(run_dir / "RUN.json")["judge"])["line"]
+
+
 @cli.command("score")
 @click.argument("frozen_dir", type=click.Path(path_type=Path))
 @click.option("--judge", "judge_spec", default=None,
@@ -25,8 +33,6 @@ def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
     judgments.jsonl, metrics.json, report.md and report.html. Rerun after an
     interruption to continue; nothing is judged twice and no run is overwritten.
     """
-    from ..fileio import read_json
-    from ..judge.cards import run_validity
     from ..score import score_frozen
 
     ws = workspace(ctx)
@@ -37,14 +43,14 @@ def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
                "http_calls": result.judge_stats.get("http_calls", 0), "cache_hits": result.judge_stats.get("cache_hits", 0),
                "prompt_tokens": result.judge_stats.get("prompt_tokens", 0),
                "completion_tokens": result.judge_stats.get("completion_tokens", 0),
-               "judge_validity": run_validity(ws, read_json(result.run_dir / "RUN.json")["judge"])["line"]}
+               "judge_validity": _validity_line(ws, result.run_dir)}
     if as_json:
         echo_json(summary)
         return
     click.echo(f"{result.status}: {result.run_id} ({result.n_questions} questions, {result.judged_now} judged now, "
                f"{summary['http_calls']} HTTP calls, {summary['cache_hits']} cache hits, "
                f"{summary['prompt_tokens'] + summary['completion_tokens']} new tokens; valid={result.valid})")
-    click.echo(run_validity(ws, read_json(result.run_dir / "RUN.json")["judge"])["line"])
+    click.echo(summary["judge_validity"])
     click.echo(f"report: {result.run_dir / 'report.html'}")
 
 
@@ -78,5 +84,5 @@ def demo(ctx, instance_id, n_questions, seed):
     ws = workspace(ctx)
     result = run_demo(ws, instance_id, n=n_questions, seed=seed, progress=progress_enabled())
     click.echo(f"demo scored: {result.run_dir}")
-    click.echo(run_validity(ws, read_json(result.run_dir / "RUN.json")["judge"])["line"])
+    click.echo(_validity_line(ws, result.run_dir))
     click.echo(f"report: {result.run_dir / 'report.html'}")
