@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import itertools
 import re
 from collections import Counter
@@ -170,10 +169,9 @@ def _fmt(x: float) -> str:
 
 def heatmap_png(result: dict[str, Any]) -> bytes:
     """Pairwise Cohen's kappa as a heat map (PNG bytes)."""
-    import matplotlib
+    from .plots import figure_png, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     names = result["raters"]
@@ -194,10 +192,7 @@ def heatmap_png(result: dict[str, Any]) -> bytes:
     ax.set_title(f"Cohen's kappa, {result['field']} (n = {result['n_shared_items']})")
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig, dpi=90)
 
 
 def render_html(result: dict[str, Any]) -> str:

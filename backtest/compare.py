@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import itertools
 import json
 from pathlib import Path
@@ -242,10 +241,9 @@ def render_markdown(comparison: dict[str, Any]) -> str:
 
 def forest_plot_png(comparison: dict[str, Any]) -> bytes:
     """A forest plot (rate and 95% interval per system, one panel per tested metric) as PNG bytes."""
-    import matplotlib
+    from .plots import figure_png, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     systems = comparison["systems"]
     fig, axes = plt.subplots(1, len(TESTED), figsize=(4 * len(TESTED), 0.5 * len(systems) + 1.5), sharey=True)
@@ -265,10 +263,7 @@ def forest_plot_png(comparison: dict[str, Any]) -> bytes:
     axes[0].set_yticks(ys)
     axes[0].set_yticklabels([r["label"] + ("" if r["valid"] else " (INVALID)") for r in systems])
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig, dpi=90)
 
 
 def render_html(comparison: dict[str, Any]) -> str:

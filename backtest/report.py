@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
@@ -44,20 +43,16 @@ def _rate_rows(section: dict[str, Any] | None, labels: Sequence[str], values: Se
 
 
 def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    import matplotlib.pyplot as plt
+    from .plots import figure_png
 
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    return base64.b64encode(figure_png(fig, dpi=110, tight=True)).decode("ascii")
 
 
 def bar_chart(rows: list[dict[str, Any]], title: str) -> str:
     """A horizontal bar chart of rates with 95% Clopper–Pearson error bars, as base64 PNG."""
-    import matplotlib
+    from .plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 0.5 + 0.45 * len(rows)))
     labels = [r["label"] for r in rows][::-1]
@@ -76,10 +71,9 @@ def bar_chart(rows: list[dict[str, Any]], title: str) -> str:
 
 def similarity_histogram(values: Sequence[float], title: str = "top-1 retrieval similarity") -> str:
     """A histogram of top-1 similarities, as base64 PNG."""
-    import matplotlib
+    from .plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6.4, 2.6))
     if values:

@@ -120,6 +120,20 @@ def copy_ws(tmp_path):
     return copy
 
 
+def frozen_copy(base: Workspace, dest: Path, generator: str, n: int, seed: int,
+                instance: str = "astro-2025-ep") -> tuple[Workspace, Path, Path]:
+    """A copy of workspace ``base`` at ``dest`` with one real submission (``generator``, n, seed) frozen in it:
+    (workspace, frozen set folder, submission folder)."""
+    from backtest.freeze import freeze_once
+    from backtest.generators import run_generator
+
+    ws = Workspace(dest)
+    shutil.copytree(base.root, ws.root)
+    made = run_generator(generator, instance, ws, n=n, seed=seed)
+    frozen, _ = freeze_once(made["out"], instance, ws)
+    return ws, frozen, Path(made["out"])
+
+
 # The real local LLM server (llama-server + Gemma 3 270M), shared by every test that needs one.
 from tests.llm_server import LLM_MODEL, llm_server  # noqa: E402,F401
 

@@ -18,27 +18,33 @@ from pathlib import Path
 import pytest
 
 from backtest.corpus.build import load_manifest, verify_corpus
-from backtest.freeze import freeze_once, verify_frozen, verify_ledger_and_sets
+from backtest.freeze import verify_frozen, verify_ledger_and_sets
+
+from .conftest import frozen_copy
 
 INSTANCE = "astro-2025-ep"
 
 
 @pytest.fixture(scope="module")
 def fuzz_ws(astro_ep_ws, tmp_path_factory):
-    import shutil
-
-    from backtest.generators import run_generator
-    from backtest.workspace import Workspace
-
-    ws = Workspace(tmp_path_factory.mktemp("fuzz") / "ws")
-    shutil.copytree(astro_ep_ws.root, ws.root)
-    made = run_generator("random_claims", INSTANCE, ws, n=4, seed=9)
-    frozen, _ = freeze_once(made["out"], INSTANCE, ws)
-    return ws, frozen, Path(made["out"])
+    ws, frozen, submission = frozen_copy(astro_ep_ws, tmp_path_factory.mktemp("fuzz") / "ws", "random_claims", 4, 9)
+    return ws, frozen, submission
 
 
 def _snapshot(folder):
     return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} if folder.exists() else {}
+
+
+def tamper_detected(path: Path, ws, frozen: Path, manifest: Path) -> bool:
+    """Whether the verifier that owns ``path`` (the manifest's, the ledger's or the frozen set's) reports a problem."""
+    if path == manifest:
+        try:
+            return bool(verify_corpus(load_manifest(manifest.name[:-5], ws), ws).problems)
+        except Exception as exc:  # noqa: BLE001 - a refusal to load is a detection, if it is ours
+            return exc.__class__.__name__ in ("BadInput", "CheckFailed")
+    if path == ws.ledger:
+        return bool(verify_ledger_and_sets(ws))
+    return bool(verify_frozen(frozen, ws))
 
 
 def test_random_bit_flips_are_all_detected(fuzz_ws):
@@ -57,15 +63,7 @@ def test_random_bit_flips_are_all_detected(fuzz_ws):
         flipped[pos] ^= 1 << rng.randrange(8)
         path.write_bytes(bytes(flipped))
         try:
-            if path == manifest:
-                try:
-                    detected = bool(verify_corpus(load_manifest(manifest.name[:-5], ws), ws).problems)
-                except Exception as exc:  # noqa: BLE001 - a refusal to load is a detection, if it is ours
-                    detected = exc.__class__.__name__ in ("BadInput", "CheckFailed")
-            elif path == ws.ledger:
-                detected = bool(verify_ledger_and_sets(ws))
-            else:
-                detected = bool(verify_frozen(frozen, ws))
+            detected = tamper_detected(path, ws, frozen, manifest)
         finally:
             path.write_bytes(original)
         if not detected:

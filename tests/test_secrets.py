@@ -17,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from .conftest import frozen_copy
+
 KEY = "sk-test-SECRET123-do-not-write"
 PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
 INSTANCE = "astro-2025-ep"
@@ -49,18 +51,19 @@ def _echo_server(mode: str):
     return server
 
 
+def echo_judge_config(ws, server, mode: str) -> Path:
+    """judges/echo-MODE.toml: an LLM judge on the echo server whose key is read from $ECHO_KEY."""
+    config = ws.judges / f"echo-{mode}.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\nmodel = "echo"\n'
+                      f'api_key_env = "ECHO_KEY"\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
+                      f'cache = ".cache/echo-{mode}.sqlite"\nprompt = "{PROMPT}"\n')
+    return config
+
+
 @pytest.fixture(scope="module")
 def frozen_set(astro_ep_ws, tmp_path_factory):
-    import shutil
-
-    from backtest.freeze import freeze_once
-    from backtest.generators import run_generator
-    from backtest.workspace import Workspace
-
-    ws = Workspace(tmp_path_factory.mktemp("secrets") / "ws")
-    shutil.copytree(astro_ep_ws.root, ws.root)
-    made = run_generator("random_claims", INSTANCE, ws, n=3, seed=1)
-    frozen, _ = freeze_once(made["out"], INSTANCE, ws)
+    ws, frozen, _ = frozen_copy(astro_ep_ws, tmp_path_factory.mktemp("secrets") / "ws", "random_claims", 3, 1)
     return ws, frozen
 
 
@@ -69,11 +72,7 @@ def test_key_quoted_back_by_the_endpoint_is_never_written(frozen_set, cli, monke
     ws, frozen = frozen_set
     server = _echo_server(mode)
     try:
-        config = ws.judges / f"echo-{mode}.toml"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\nmodel = "echo"\n'
-                          f'api_key_env = "ECHO_KEY"\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
-                          f'cache = ".cache/echo-{mode}.sqlite"\nprompt = "{PROMPT}"\n')
+        config = echo_judge_config(ws, server, mode)
         monkeypatch.setenv("ECHO_KEY", KEY)
         code, out, err = cli(["score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}"], root=ws.root)
     finally:

@@ -18,23 +18,17 @@ import pytest
 from backtest.judge.cards import card_line, fingerprint, load_card
 from backtest.validation.items import read_items
 
+from .conftest import frozen_copy
+
 INSTANCE = "astro-2025-ep"
 
 
 @pytest.fixture(scope="module")
 def scored(astro_ep_ws, tmp_path_factory):
     """A workspace copy with one complete run of 12 random_claims questions under offline-cues-v1."""
-    import shutil
-
-    from backtest.freeze import freeze_once
-    from backtest.generators import run_generator
     from backtest.score import score_frozen
-    from backtest.workspace import Workspace
 
-    ws = Workspace(tmp_path_factory.mktemp("validation") / "ws")
-    shutil.copytree(astro_ep_ws.root, ws.root)
-    made = run_generator("random_claims", INSTANCE, ws, n=12, seed=3)
-    frozen, _ = freeze_once(made["out"], INSTANCE, ws)
+    ws, frozen, _ = frozen_copy(astro_ep_ws, tmp_path_factory.mktemp("validation") / "ws", "random_claims", 12, 3)
     result = score_frozen(frozen, ws, judge_spec="offline-cues-v1")
     return ws, result.run_dir
 

@@ -18,7 +18,6 @@ validation on the training pairs is never in-sample.
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,6 +27,7 @@ import numpy as np
 from ..errors import BadInput
 from ..seal import canonical_json, sha256_json, sha256_text
 from ..clarity import FORM_FEATURES
+from ..judge.fitted import check_weights, read_weights
 from .contexts import ArenaContext, ArenaOutput
 from .pairwise import PairVerdict
 
@@ -83,10 +83,7 @@ class FittedPairwiseJudge:
     name = "offline"
 
     def __init__(self, weights: dict[str, Any], weights_path: Path | None = None):
-        if weights.get("schema_version") != WEIGHTS_VERSION or weights.get("format") != WEIGHTS_FORMAT:
-            raise BadInput(f"{weights_path or 'weights'}: not an {WEIGHTS_FORMAT} file of schema_version {WEIGHTS_VERSION}")
-        if tuple(weights.get("features", ())) != QUESTION_FEATURES:
-            raise BadInput(f"{weights_path or 'weights'}: its features do not match this build's")
+        check_weights(weights, weights_path, WEIGHTS_FORMAT, WEIGHTS_VERSION, QUESTION_FEATURES)
         self.weights = weights
         self.model = str(weights["model"])
         self.tie_margin = float(weights["tie_margin"])
@@ -94,12 +91,7 @@ class FittedPairwiseJudge:
     @classmethod
     def from_file(cls, path: Path = DEFAULT_WEIGHTS) -> "FittedPairwiseJudge":
         """Load a weights file (BadInput naming it when missing or malformed)."""
-        try:
-            return cls(json.loads(Path(path).read_text(encoding="utf-8")), Path(path))
-        except FileNotFoundError:
-            raise BadInput(f"{path}: no such weights file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BadInput(f"{path}: not a JSON weights file ({exc})") from None
+        return cls(read_weights(path), Path(path))
 
     @cached_property
     def config_sha256(self) -> str:

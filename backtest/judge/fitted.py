@@ -81,6 +81,24 @@ def item_features(pool: np.ndarray, is_engaged: bool, has_premise: bool) -> np.n
     return np.concatenate([pool, [float(is_engaged), float(has_premise)]])
 
 
+def read_weights(path: str | Path) -> dict[str, Any]:
+    """A fitted judge's weights file as a dict (BadInput naming it when missing or not JSON)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such weights file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: not a JSON weights file ({exc})") from None
+
+
+def check_weights(weights: dict[str, Any], path: Path | None, fmt: str, version: str, features: Sequence[str]) -> None:
+    """Refuse weights of another format or version, or fitted on other features than this build computes."""
+    if weights.get("schema_version") != version or weights.get("format") != fmt:
+        raise BadInput(f"{path or 'weights'}: not an {fmt} file of schema_version {version}")
+    if tuple(weights.get("features", ())) != tuple(features):
+        raise BadInput(f"{path or 'weights'}: its features do not match this build's ({len(features)} features)")
+
+
 class FittedJudge:
     """The fitted offline judge. See the module docstring."""
 
@@ -89,10 +107,7 @@ class FittedJudge:
     config_path = None
 
     def __init__(self, weights: dict[str, Any], weights_path: Path | None = None):
-        if weights.get("schema_version") != WEIGHTS_VERSION or weights.get("format") != WEIGHTS_FORMAT:
-            raise BadInput(f"{weights_path or 'weights'}: not an {WEIGHTS_FORMAT} file of schema_version {WEIGHTS_VERSION}")
-        if tuple(weights.get("features", ())) != DOC_FEATURES:
-            raise BadInput(f"{weights_path or 'weights'}: its features do not match this build's ({len(DOC_FEATURES)} features)")
+        check_weights(weights, weights_path, WEIGHTS_FORMAT, WEIGHTS_VERSION, DOC_FEATURES)
         self.weights = weights
         self.weights_path = weights_path
         self._calls = 0
@@ -101,13 +116,7 @@ class FittedJudge:
     @classmethod
     def from_file(cls, path: Path = DEFAULT_WEIGHTS) -> "FittedJudge":
         """Load a weights file (BadInput naming it when missing or malformed)."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise BadInput(f"{path}: no such weights file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BadInput(f"{path}: not a JSON weights file ({exc})") from None
-        return cls(data, Path(path))
+        return cls(read_weights(path), Path(path))
 
     @cached_property
     def config_sha256(self) -> str:

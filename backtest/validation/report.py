@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append(f"  vs {who}: agrees on {block['agree']} of {block['n_decided']} decided pairs "
                          f"({_pct(block['agreement'])}, 95% CI {_pct(lo)}–{_pct(hi)}); judge ties {block['judge_ties_on_decided']}")
         for pair, block in report["between_raters"].items():
-            lines.append(f"  readers {pair}: agree on {block['agree']} of {block['n_decided']} pairs one of them decided")
+            lines.append(f"  readers {pair}: agree on {block['agree']} of {block['n_decided']} pairs the second decided")
         return "\n".join(lines) + "\n"
     header = f"  {'field':<15} {'vs':<14} {'n':>4} {'agree':>7}  kappa [95% CI]"
     lines.append(header)
@@ -53,10 +52,9 @@ def render_text(report: dict[str, Any]) -> str:
 
 def confusion_png(block: dict[str, Any], title: str, xlabel: str = "judge", ylabel: str = "readers") -> bytes:
     """A confusion matrix as a heat map (PNG bytes); rows are the readers, columns the judge."""
-    import matplotlib
+    from ..plots import figure_png, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     labels, grid = block["confusion"]["labels"], np.asarray(block["confusion"]["matrix"], dtype=float)
@@ -74,10 +72,7 @@ def confusion_png(block: dict[str, Any], title: str, xlabel: str = "judge", ylab
     ax.set_title(title)
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig, dpi=80)
 
 
 def render_html(report: dict[str, Any]) -> str:

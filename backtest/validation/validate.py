@@ -71,8 +71,8 @@ def distribution(values: Sequence[str], labels: Sequence[str], field: str) -> di
             "labels_used": used, "label_space_usage": round(len(used) / len(labels), 4), "flags": flags}
 
 
-def consensus(raters: dict[str, dict[str, Label]], field: str) -> dict[str, str]:
-    """Per item, the majority label among the raters who labelled it; ties are left out."""
+def consensus(raters: dict[str, dict[str, Any]], field: str) -> dict[str, str]:
+    """Per item, the majority label (``field`` of Labels or PairLabels) among the raters who labelled it; ties are left out."""
     items = sorted(set().union(*(set(r) for r in raters.values())))
     out = {}
     for item in items:
@@ -83,17 +83,30 @@ def consensus(raters: dict[str, dict[str, Label]], field: str) -> dict[str, str]
     return out
 
 
-def _read_label_sets(label_specs: Sequence[str], pairwise: bool) -> dict[str, tuple[Path, list]]:
+def label_sources(label_specs: Sequence[str], raters: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per reader: the labels file, its sha256 and how many labels it holds (what a report cites)."""
+    paths = dict(spec.split("=", 1) for spec in label_specs)
+    return {name: {"path": paths[name], "sha256": sha256_file(paths[name]), "n": len(labs)} for name, labs in raters.items()}
+
+
+def load_raters(label_specs: Sequence[str], items_path: Path, item_ids: Sequence[str] | None, pairwise: bool
+                ) -> dict[str, dict[str, Any]]:
+    """Per reader (``NAME=FILE`` specs), their labels by item id; labels for items not in ``item_ids`` are refused."""
     from .items import read_labels
 
-    out: dict[str, tuple[Path, list]] = {}
+    known = None if item_ids is None else set(item_ids)
+    out: dict[str, dict[str, Any]] = {}
     for spec in label_specs:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
             raise BadInput(f"--labels {spec!r}: give NAME=FILE")
         if name in out:
             raise BadInput(f"--labels: rater {name!r} given twice")
-        out[name] = (Path(path), read_labels(path, pairwise=pairwise))
+        labels = read_labels(path, pairwise=pairwise)
+        unknown = [lab.item_id for lab in labels if known is not None and lab.item_id not in known]
+        if unknown:
+            raise BadInput(f"{path}: labels for item(s) not in {items_path.name}: {', '.join(unknown[:5])}")
+        out[name] = {lab.item_id: lab for lab in labels}
     if not out:
         raise BadInput("give at least one --labels NAME=FILE")
     return out
@@ -133,14 +146,7 @@ def validate_items(items_path: str | Path, label_specs: Sequence[str], judge, n_
 
     items_path = Path(items_path)
     items = read_items(items_path)
-    by_id = {it.item_id: it for it in items}
-    sets = _read_label_sets(label_specs, pairwise=False)
-    raters: dict[str, dict[str, Label]] = {}
-    for name, (path, labels) in sets.items():
-        unknown = [lab.item_id for lab in labels if lab.item_id not in by_id]
-        if unknown:
-            raise BadInput(f"{path}: labels for item(s) not in {items_path.name}: {', '.join(unknown[:5])}")
-        raters[name] = {lab.item_id: lab for lab in labels}
+    raters: dict[str, dict[str, Label]] = load_raters(label_specs, items_path, [it.item_id for it in items], pairwise=False)
     labelled = [it for it in items if any(it.item_id in r for r in raters.values())]
     judgments, evaluation = judge_items(judge, labelled, raters, folds=folds, seed=seed)
     judged = {it.item_id: j for it, j in zip(labelled, judgments)}
@@ -149,7 +155,7 @@ def validate_items(items_path: str | Path, label_specs: Sequence[str], judge, n_
         "schema_version": "1", "kind": "judge-validation",
         "judge": info.model_dump(mode="json"), "evaluation": evaluation,
         "items": {"path": str(items_path), "sha256": sha256_file(items_path), "n": len(items), "n_labelled": len(labelled)},
-        "labels": {name: {"path": str(p), "sha256": sha256_file(p), "n": len(labs)} for name, (p, labs) in sets.items()},
+        "labels": label_sources(label_specs, raters),
         "n_boot": n_boot, "seed": seed, "fields": {},
     }
     for field, space in FIELDS.items():
@@ -216,13 +222,7 @@ def pair_verdict(judge, pair: PairItem) -> tuple[str, float, list[str]]:
 
 def pair_truth(raters: dict[str, dict[str, PairLabel]]) -> dict[str, str]:
     """Per pair, the readers' majority verdict (ties between readers left out)."""
-    out: dict[str, str] = {}
-    for item in sorted(set().union(*(set(r) for r in raters.values()))):
-        votes = Counter(r[item].better for r in raters.values() if item in r)
-        (top, n_top), *rest = votes.most_common()
-        if not rest or rest[0][1] < n_top:
-            out[item] = top
-    return out
+    return consensus(raters, "better")
 
 
 def validate_pairs(pairs_path: str | Path, label_specs: Sequence[str], judge, folds: int = 5, seed: int = 0) -> dict[str, Any]:
@@ -231,14 +231,7 @@ def validate_pairs(pairs_path: str | Path, label_specs: Sequence[str], judge, fo
 
     pairs_path = Path(pairs_path)
     pairs = read_pairs(pairs_path)
-    by_id = {p.item_id: p for p in pairs}
-    sets = _read_label_sets(label_specs, pairwise=True)
-    raters: dict[str, dict[str, PairLabel]] = {}
-    for name, (path, labels) in sets.items():
-        unknown = [lab.item_id for lab in labels if lab.item_id not in by_id]
-        if unknown:
-            raise BadInput(f"{path}: labels for item(s) not in {pairs_path.name}: {', '.join(unknown[:5])}")
-        raters[name] = {lab.item_id: lab for lab in labels}
+    raters: dict[str, dict[str, PairLabel]] = load_raters(label_specs, pairs_path, [p.item_id for p in pairs], pairwise=True)
     labelled = [p for p in pairs if any(p.item_id in r for r in raters.values())]
     cons = pair_truth(raters)
     overlap = getattr(judge, "training_overlap", None)
@@ -254,7 +247,7 @@ def validate_pairs(pairs_path: str | Path, label_specs: Sequence[str], judge, fo
     report: dict[str, Any] = {
         "schema_version": "1", "kind": "pairwise-judge-validation", "judge": info, "evaluation": evaluation,
         "items": {"path": str(pairs_path), "sha256": sha256_file(pairs_path), "n": len(pairs), "n_labelled": len(labelled)},
-        "labels": {name: {"path": str(p), "sha256": sha256_file(p), "n": len(labs)} for name, (p, labs) in sets.items()},
+        "labels": label_sources(label_specs, raters),
         "vs_rater": {name: _decided(judged, {i: lab.better for i, lab in labs.items()}) for name, labs in raters.items()},
         "consensus": _decided(judged, cons),
         "between_raters": {f"{na}~{nb}": _decided({i: (la[i].better,) for i in la if i in lb}, {i: lb[i].better for i in lb})
@@ -280,8 +273,7 @@ def fit_judge_weights(items_path: str | Path, label_specs: Sequence[str], pairwi
     """Weights for the offline judge (or, with ``pairwise``, the offline pairwise judge) fitted on the readers' consensus."""
     from .items import read_items, read_pairs
 
-    sets = _read_label_sets(label_specs, pairwise=pairwise)
-    raters = {name: {lab.item_id: lab for lab in labs} for name, (_, labs) in sets.items()}
+    raters = load_raters(label_specs, Path(items_path), None, pairwise=pairwise)
     if pairwise:
         from ..arena.fitted_pairwise import fit_pair_weights
 
