@@ -11,7 +11,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-browser test test-fast demo demo-fetched instances astro-2025 space-2016 freeze score report bench clean-corpora
+.PHONY: install install-browser test test-fast demo demo-fetched instances astro-2025 space-2016 freeze score report bench attack clean-corpora
 
 install:  ## create .venv and install backtest with its test and local-LLM extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -118,6 +118,9 @@ demo-fetched:
 
 bench: instances  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench
+
+attack:  ## re-run the hardening attack table (root for the full-disk trials); bench/results/attack-table.{md,json}
+	$(BIN)/python scripts/attack_table.py $(if $(QUICK),--quick)
 
 clean-corpora:  ## remove built corpus records (manifests stay; `make instances` rebuilds)
 	rm -rf corpora/*/
