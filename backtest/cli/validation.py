@@ -136,8 +136,10 @@ def judge_validate(ctx, items, label_specs, judge_spec, pairwise, set_name, out,
 @click.option("--labels", "label_specs", multiple=True, required=True, help="NAME=FILE of one reader's labels (repeatable).")
 @click.option("--pairwise", is_flag=True, help="Fit the offline pairwise (arena) judge on pairs instead.")
 @click.option("--out", type=OutPath(dir_okay=False, path_type=Path), required=True, help="Weights file to write (JSON).")
+@click.option("--features", default=None, metavar="A,B,...",
+              help="Document features of the offline judge, comma-separated (default: those of the packaged weights).")
 @click.pass_context
-def judge_fit(ctx, items, label_specs, pairwise, out):
+def judge_fit(ctx, items, label_specs, pairwise, out, features):
     """Fit the offline judge's weights on a labelled set (the readers' consensus).
 
     Use the weights with a judge config: judges/NAME.toml holding kind = "offline" and
@@ -146,7 +148,10 @@ def judge_fit(ctx, items, label_specs, pairwise, out):
     from ..fileio import write_json
     from ..validation.validate import fit_judge_weights
 
-    weights = fit_judge_weights(items, label_specs, pairwise=pairwise)
+    if features is not None and pairwise:
+        raise BadInput("--features goes with the offline outcome judge, not --pairwise")
+    names = tuple(f.strip() for f in features.split(",") if f.strip()) if features is not None else None
+    weights = fit_judge_weights(items, label_specs, pairwise=pairwise, features=names)
     write_json(out, weights)
     trained = weights["trained_on"]
     click.echo(f"wrote {out}: fitted on {trained.get('n_items', trained.get('n_pairs'))} labelled {'pairs' if pairwise else 'items'}")

@@ -42,7 +42,7 @@ from ..errors import BadInput
 from ..records import ENGAGED_OUTCOMES, Judgment, JudgeInfo, Question, RetrievedDocument
 from ..seal import canonical_json, sha256_json, sha256_text
 from .constraints import to_judgment
-from .features import DOC_FEATURES, document_features
+from .features import DOC_FEATURES, KNOWN_FEATURES, document_features
 from .protocol import register_judge
 
 PROTOCOL = "offline-fit-v2"
@@ -70,9 +70,9 @@ def _linear(model: dict[str, Any], x: np.ndarray) -> np.ndarray:
 def pooled(features: np.ndarray, probs: np.ndarray, engaged: np.ndarray) -> np.ndarray:
     """Item-level features: the best document's row, the mean over engaging documents, and counts."""
     best = int(np.argmax(probs)) if len(probs) else 0
-    top = features[best] if len(features) else np.zeros(len(DOC_FEATURES))
+    top = features[best] if len(features) else np.zeros(features.shape[1])
     sel = features[engaged] if engaged.any() else features[best:best + 1]
-    mean = sel.mean(axis=0) if len(sel) else np.zeros(len(DOC_FEATURES))
+    mean = sel.mean(axis=0) if len(sel) else np.zeros(features.shape[1])
     return np.concatenate([top, mean, [float(probs.max()) if len(probs) else 0.0, float(engaged.sum())]])
 
 
@@ -91,12 +91,15 @@ def read_weights(path: str | Path) -> dict[str, Any]:
         raise BadInput(f"{path}: not a JSON weights file ({exc})") from None
 
 
-def check_weights(weights: dict[str, Any], path: Path | None, fmt: str, version: str, features: Sequence[str]) -> None:
-    """Refuse weights of another format or version, or fitted on other features than this build computes."""
+def check_weights(weights: dict[str, Any], path: Path | None, fmt: str, version: str, features: Sequence[str],
+                  exact: bool = True) -> None:
+    """Refuse weights of another format or version, or fitted on features this build does not compute
+    (``exact``: the weights must use exactly ``features``, in order; else any of them)."""
     if weights.get("schema_version") != version or weights.get("format") != fmt:
         raise BadInput(f"{path or 'weights'}: not an {fmt} file of schema_version {version}")
-    if tuple(weights.get("features", ())) != tuple(features):
-        raise BadInput(f"{path or 'weights'}: its features do not match this build's ({len(features)} features)")
+    used = tuple(weights.get("features", ()))
+    if (used != tuple(features)) if exact else (not used or not set(used) <= set(features)):
+        raise BadInput(f"{path or 'weights'}: its features {list(used)} do not match this build's {list(features)}")
 
 
 class FittedJudge:
@@ -107,8 +110,9 @@ class FittedJudge:
     config_path = None
 
     def __init__(self, weights: dict[str, Any], weights_path: Path | None = None):
-        check_weights(weights, weights_path, WEIGHTS_FORMAT, WEIGHTS_VERSION, DOC_FEATURES)
+        check_weights(weights, weights_path, WEIGHTS_FORMAT, WEIGHTS_VERSION, KNOWN_FEATURES, exact=False)
         self.weights = weights
+        self.features = tuple(weights["features"])
         self.weights_path = weights_path
         self._calls = 0
         self.model = str(weights["model"])
@@ -129,7 +133,7 @@ class FittedJudge:
     def prompt_sha256(self) -> str:
         from .offline import GENERIC_TERMS, LEXICONS
 
-        return sha256_json({"protocol": PROTOCOL, "features": list(DOC_FEATURES), "lexicons": LEXICONS,
+        return sha256_json({"protocol": PROTOCOL, "features": list(self.features), "lexicons": LEXICONS,
                             "generic": sorted(GENERIC_TERMS)})
 
     def info(self) -> JudgeInfo:
@@ -181,7 +185,7 @@ class FittedJudge:
     def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
         """Label one question from the documents shown (deterministic)."""
         self._calls += 1
-        features, notes = document_features(question, documents, self.model)
+        features, notes = document_features(question, documents, self.model, self.features)
         answer, reasons = self.decide(question, features, notes)
         return to_judgment(question.question_id, answer, [d.id for d in documents], self.info(), {}, extra_reasons=reasons)
 
@@ -194,7 +198,7 @@ class FittedJudge:
 
     def cross_validate(self, items: Sequence[Any], truth: dict[str, Any], folds: int = 5, seed: int = 0) -> list[Judgment]:
         """Judgments of ``items``, each by a judge refitted without the fold it is in (``truth``: item id → Label)."""
-        rows = [(it, *document_features(it.question, it.retrieved(), self.model)) for it in items]
+        rows = [(it, *document_features(it.question, it.retrieved(), self.model, self.features)) for it in items]
         labelled = [k for k, (it, _, _) in enumerate(rows) if it.item_id in truth]
         fold_of = _folds([truth[rows[k][0].item_id] for k in labelled], folds, seed)
         out: dict[int, Judgment] = {}
@@ -202,7 +206,8 @@ class FittedJudge:
         for f in range(folds):
             train = [labelled[j] for j in range(len(labelled)) if fold_of[j] != f]
             test = [labelled[j] for j in range(len(labelled)) if fold_of[j] == f]
-            weights = fit_from_rows([(rows[k][0], rows[k][1], truth[rows[k][0].item_id]) for k in train], self.model, **params)
+            weights = fit_from_rows([(rows[k][0], rows[k][1], truth[rows[k][0].item_id]) for k in train], self.model,
+                                    features=self.features, **params)
             judge = FittedJudge(weights)
             for k in test:
                 it, feats, notes = rows[k]
@@ -265,7 +270,8 @@ def _fit_logistic(x: np.ndarray, y: Sequence[str], c: float, balanced: bool = Fa
 
 
 def fit_from_rows(rows: Sequence[tuple[Any, np.ndarray, Any]], model: str, c_engage: float = 0.5, c_outcome: float = 0.5,
-                  c_premise: float = 0.5, review_margin: float = 0.1, max_evidence: int = 5) -> dict[str, Any]:
+                  c_premise: float = 0.5, review_margin: float = 0.1, max_evidence: int = 5,
+                  features: Sequence[str] = DOC_FEATURES) -> dict[str, Any]:
     """Fit the three models from (item, document features, truth label) rows; return the weights dict.
 
     Documents a reader cited are positives; documents of a not_addressed item are
@@ -302,11 +308,11 @@ def fit_from_rows(rows: Sequence[tuple[Any, np.ndarray, Any]], model: str, c_eng
             outcomes.append(lab.outcome)
         premise_x.append(item_features(pool, bool(eng.any()), bool(item.question.premise or item.question.hypothesis)))
         premises.append(lab.premise_status)
-    width = len(DOC_FEATURES) * 2 + 2
+    width = len(features) * 2 + 2
     outcome = _fit_logistic(np.asarray(pools) if pools else np.zeros((0, width)), outcomes, c_outcome,
                             default="partially_addressed")
     premise = _fit_logistic(np.asarray(premise_x), premises, c_premise)
-    return {"schema_version": WEIGHTS_VERSION, "format": WEIGHTS_FORMAT, "model": model, "features": list(DOC_FEATURES),
+    return {"schema_version": WEIGHTS_VERSION, "format": WEIGHTS_FORMAT, "model": model, "features": list(features),
             "engage": {**engage, "threshold": tau}, "outcome": outcome, "premise": premise,
             "review_margin": review_margin, "max_evidence": max_evidence,
             "fit": {"c_engage": c_engage, "c_outcome": c_outcome, "c_premise": c_premise, "review_margin": review_margin,
@@ -315,10 +321,12 @@ def fit_from_rows(rows: Sequence[tuple[Any, np.ndarray, Any]], model: str, c_eng
                            "item_sha256": sorted(item_hash(it.question, it.retrieved()) for it, _, _ in rows)}}
 
 
-def fit_weights(items: Sequence[Any], truth: dict[str, Any], model: str = "all-MiniLM-L6-v2", **params: Any) -> dict[str, Any]:
+def fit_weights(items: Sequence[Any], truth: dict[str, Any], model: str = "all-MiniLM-L6-v2",
+                features: Sequence[str] = DOC_FEATURES, **params: Any) -> dict[str, Any]:
     """Fit weights on labelled AnnotationItems (``truth``: item id → Label); items without a label are skipped."""
-    rows = [(it, document_features(it.question, it.retrieved(), model)[0], truth[it.item_id]) for it in items if it.item_id in truth]
-    return fit_from_rows(rows, model, **params)
+    rows = [(it, document_features(it.question, it.retrieved(), model, features)[0], truth[it.item_id])
+            for it in items if it.item_id in truth]
+    return fit_from_rows(rows, model, features=features, **params)
 
 
 @register_judge("offline")

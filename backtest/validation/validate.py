@@ -269,7 +269,7 @@ def _decided(judged: dict[str, tuple], truth: dict[str, str]) -> dict[str, Any]:
 
 
 def fit_judge_weights(items_path: str | Path, label_specs: Sequence[str], pairwise: bool = False,
-                      model: str = "all-MiniLM-L6-v2") -> dict[str, Any]:
+                      model: str = "all-MiniLM-L6-v2", features: Sequence[str] | None = None) -> dict[str, Any]:
     """Weights for the offline judge (or, with ``pairwise``, the offline pairwise judge) fitted on the readers' consensus."""
     from .items import read_items, read_pairs
 
@@ -279,6 +279,10 @@ def fit_judge_weights(items_path: str | Path, label_specs: Sequence[str], pairwi
 
         pairs = read_pairs(items_path)
         return fit_pair_weights([(p.item_id, *pair_context(p)) for p in pairs], pair_truth(raters), model=model)
+    from ..judge.features import DOC_FEATURES, KNOWN_FEATURES
     from ..judge.fitted import fit_weights
 
-    return fit_weights(read_items(items_path), truth_labels(raters), model=model)
+    unknown = sorted(set(features or ()) - set(KNOWN_FEATURES))
+    if unknown or features == ():
+        raise BadInput(f"--features: unknown or none ({', '.join(unknown) or 'empty'}); known: {', '.join(KNOWN_FEATURES)}")
+    return fit_weights(read_items(items_path), truth_labels(raters), model=model, features=features or DOC_FEATURES)
