@@ -48,7 +48,7 @@ from backtest.ledger import entry_hash  # noqa: E402
 from backtest.seal import canonical_json, sha256_file, with_seal  # noqa: E402
 from backtest.workspace import Workspace  # noqa: E402
 from tests.conftest import build_astro  # noqa: E402
-from tests.test_fuzz import _mutate, tamper_detected  # noqa: E402
+from tests.test_fuzz import _mutate, flip_trials  # noqa: E402
 from tests.test_secrets import KEY, _echo_server, echo_judge_config  # noqa: E402
 
 INSTANCE = "astro-2025-ep"
@@ -109,20 +109,8 @@ SUB_ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 def bit_flips(ws: Workspace, frozen: Path, n: int, rng: random.Random) -> list[Trial]:
     manifest = ws.manifest_path(f"{INSTANCE}-past")
     targets = sorted(p for p in frozen.iterdir() if p.is_file()) + [ws.ledger, manifest]
-    out = []
-    for _ in range(n):
-        path = rng.choice(targets)
-        original = path.read_bytes()
-        pos = rng.randrange(len(original))
-        flipped = bytearray(original)
-        flipped[pos] ^= 1 << rng.randrange(8)
-        path.write_bytes(bytes(flipped))
-        try:
-            caught = tamper_detected(path, ws, frozen, manifest)
-        finally:
-            path.write_bytes(original)
-        out.append(trial("random bit flip", f"{path.name} byte {pos}", caught))
-    return out
+    return [trial("random bit flip", f"{path.name} byte {pos}", caught)
+            for path, pos, caught in flip_trials(ws, frozen, manifest, targets, n, rng)]
 
 
 def _rewrite_ledger(ws: Workspace, index: int, **changes: Any) -> None:
@@ -352,7 +340,8 @@ def concurrent_freezes(ws: Workspace, good: Path, rounds: int, width: int, scrat
             (sub / "metadata.json").write_text(json.dumps({**meta, "system_name": f"race_{r}"}))
             procs.append(subprocess.Popen(subprocess_cli(ws, "freeze", str(sub), "--instance", INSTANCE), env=SUB_ENV,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-        codes = [(p.wait(timeout=1800), p.stderr.read().decode()) for p in procs]
+        errs = [p.communicate(timeout=1800)[1].decode() for p in procs]  # communicate: a full stderr pipe cannot stall
+        codes = [(p.returncode, err) for p, err in zip(procs, errs)]
         versions = sorted(p.name for p in ws.frozen.glob(f"{INSTANCE}/race_{r}/v*"))
         intact = not verify_ledger_and_sets(ws)
         for k, (code, err) in enumerate(codes):
