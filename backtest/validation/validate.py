@@ -83,19 +83,15 @@ def consensus(raters: dict[str, dict[str, Any]], field: str) -> dict[str, str]:
     return out
 
 
-def label_sources(label_specs: Sequence[str], raters: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per reader: the labels file, its sha256 and how many labels it holds (what a report cites)."""
-    paths = dict(spec.split("=", 1) for spec in label_specs)
-    return {name: {"path": paths[name], "sha256": sha256_file(paths[name]), "n": len(labs)} for name, labs in raters.items()}
-
-
 def load_raters(label_specs: Sequence[str], items_path: Path, item_ids: Sequence[str] | None, pairwise: bool
-                ) -> dict[str, dict[str, Any]]:
-    """Per reader (``NAME=FILE`` specs), their labels by item id; labels for items not in ``item_ids`` are refused."""
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Per reader (``NAME=FILE`` specs): their labels by item id, and where they came from (the file, its sha256
+    and how many labels: what a report cites). Labels for items not in ``item_ids`` are refused."""
     from .items import read_labels
 
     known = None if item_ids is None else set(item_ids)
     out: dict[str, dict[str, Any]] = {}
+    sources: dict[str, dict[str, Any]] = {}
     for spec in label_specs:
         name, sep, path = spec.partition("=")
         if not sep or not name or not path:
@@ -107,9 +103,10 @@ def load_raters(label_specs: Sequence[str], items_path: Path, item_ids: Sequence
         if unknown:
             raise BadInput(f"{path}: labels for item(s) not in {items_path.name}: {', '.join(unknown[:5])}")
         out[name] = {lab.item_id: lab for lab in labels}
+        sources[name] = {"path": str(Path(path)), "sha256": sha256_file(path), "n": len(labels)}
     if not out:
         raise BadInput("give at least one --labels NAME=FILE")
-    return out
+    return out, sources
 
 
 def truth_labels(raters: dict[str, dict[str, Label]]) -> dict[str, Label]:
@@ -146,7 +143,7 @@ def validate_items(items_path: str | Path, label_specs: Sequence[str], judge, n_
 
     items_path = Path(items_path)
     items = read_items(items_path)
-    raters: dict[str, dict[str, Label]] = load_raters(label_specs, items_path, [it.item_id for it in items], pairwise=False)
+    raters, sources = load_raters(label_specs, items_path, [it.item_id for it in items], pairwise=False)
     labelled = [it for it in items if any(it.item_id in r for r in raters.values())]
     judgments, evaluation = judge_items(judge, labelled, raters, folds=folds, seed=seed)
     judged = {it.item_id: j for it, j in zip(labelled, judgments)}
@@ -155,7 +152,7 @@ def validate_items(items_path: str | Path, label_specs: Sequence[str], judge, n_
         "schema_version": "1", "kind": "judge-validation",
         "judge": info.model_dump(mode="json"), "evaluation": evaluation,
         "items": {"path": str(items_path), "sha256": sha256_file(items_path), "n": len(items), "n_labelled": len(labelled)},
-        "labels": label_sources(label_specs, raters),
+        "labels": sources,
         "n_boot": n_boot, "seed": seed, "fields": {},
     }
     for field, space in FIELDS.items():
@@ -231,7 +228,7 @@ def validate_pairs(pairs_path: str | Path, label_specs: Sequence[str], judge, fo
 
     pairs_path = Path(pairs_path)
     pairs = read_pairs(pairs_path)
-    raters: dict[str, dict[str, PairLabel]] = load_raters(label_specs, pairs_path, [p.item_id for p in pairs], pairwise=True)
+    raters, sources = load_raters(label_specs, pairs_path, [p.item_id for p in pairs], pairwise=True)
     labelled = [p for p in pairs if any(p.item_id in r for r in raters.values())]
     cons = pair_truth(raters)
     overlap = getattr(judge, "training_overlap", None)
@@ -247,7 +244,7 @@ def validate_pairs(pairs_path: str | Path, label_specs: Sequence[str], judge, fo
     report: dict[str, Any] = {
         "schema_version": "1", "kind": "pairwise-judge-validation", "judge": info, "evaluation": evaluation,
         "items": {"path": str(pairs_path), "sha256": sha256_file(pairs_path), "n": len(pairs), "n_labelled": len(labelled)},
-        "labels": label_sources(label_specs, raters),
+        "labels": sources,
         "vs_rater": {name: _decided(judged, {i: lab.better for i, lab in labs.items()}) for name, labs in raters.items()},
         "consensus": _decided(judged, cons),
         "between_raters": {f"{na}~{nb}": _decided({i: (la[i].better,) for i in la if i in lb}, {i: lb[i].better for i in lb})
@@ -273,7 +270,7 @@ def fit_judge_weights(items_path: str | Path, label_specs: Sequence[str], pairwi
     """Weights for the offline judge (or, with ``pairwise``, the offline pairwise judge) fitted on the readers' consensus."""
     from .items import read_items, read_pairs
 
-    raters = load_raters(label_specs, Path(items_path), None, pairwise=pairwise)
+    raters, _ = load_raters(label_specs, Path(items_path), None, pairwise=pairwise)
     if pairwise:
         from ..arena.fitted_pairwise import fit_pair_weights
 
