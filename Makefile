@@ -11,13 +11,13 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-browser test test-fast demo demo-fetched instances astro-2025 space-2016 freeze score report bench attack clean-corpora
+.PHONY: install install-browser test test-fast lint format docs demo demo-fetched instances astro-2025 space-2016 freeze score report bench attack clean-corpora
 
 install:  ## create .venv and install backtest with its test and local-LLM extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip wheel setuptools
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e '.[test,llm]'
+	$(BIN)/pip install -e '.[test,llm,dev]'
 
 # Debian's Chromium, for the test that opens report.html in a headless browser (it skips without one).
 # A system package: needs root or sudo; without either this says so and installs nothing.
@@ -32,6 +32,19 @@ test:  ## the whole suite, slow real-model and real-server tests included
 
 test-fast:  ## the suite without slow tests
 	$(BIN)/pytest -m 'not slow'
+
+lint:  ## ruff (lint + format check) and mypy, configured in pyproject.toml
+	$(BIN)/ruff check backtest tests scripts bench
+	$(BIN)/ruff format --check backtest tests scripts bench
+	$(BIN)/mypy
+
+format:  ## apply ruff's import sorting and formatting
+	$(BIN)/ruff check --select I --fix backtest tests scripts bench
+	$(BIN)/ruff format backtest tests scripts bench
+
+docs:  ## the documentation site: generated reference pages, then mkdocs --strict into site-docs/
+	$(BIN)/python scripts/gen_docs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # `make instances`: build the corpora of the two ready instances from ../shared/corpora and
 # seal the instances. A manifest or instance file that is committed must be reproduced byte

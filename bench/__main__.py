@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backtest.fileio import write_json  # noqa: E402
+from backtest.core.fileio import write_json  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -28,7 +28,9 @@ def main() -> int:
     parser.add_argument("--shared", default=str(Path(__file__).resolve().parent.parent.parent / "shared"))
     args = parser.parse_args()
     package = Path(__file__).resolve().parent
-    available = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(package)]) if m.name.startswith("bench_"))
+    available = sorted(
+        m.name[len("bench_") :] for m in pkgutil.iter_modules([str(package)]) if m.name.startswith("bench_")
+    )
     chosen = args.names or available
     unknown = [n for n in chosen if n not in available]
     if unknown:
@@ -39,9 +41,14 @@ def main() -> int:
         print(f"== {name}", flush=True)
         started = time.time()
         result = module.run(args)
-        result["_meta"] = {"benchmark": name, "seconds": round(time.time() - started, 2),
-                           "python": platform.python_version(), "machine": platform.machine(),
-                           "quick": args.quick, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        result["_meta"] = {
+            "benchmark": name,
+            "seconds": round(time.time() - started, 2),
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "quick": args.quick,
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
         write_json(RESULTS / f"{name}.json", result)
         print(json.dumps({k: v for k, v in result.items() if not isinstance(v, (list, dict))}, indent=1), flush=True)
     return 0

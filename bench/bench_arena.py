@@ -24,7 +24,7 @@ def _cases(seed: int = 0, n_contexts: int = 125):
     rows, clusters = [], []
     for k in range(n_contexts):
         for i, a in enumerate(names):
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 p = 1 / (1 + math.exp(-(beta[a] - beta[b])))
                 probs = np.array([p**2, p * (1 - p), 0.35, (1 - p) * p, (1 - p) ** 2])
                 two = rng.choice(shares, size=2, p=probs / probs.sum())
@@ -41,8 +41,13 @@ def run(args) -> dict:
     n_boot = 2000 if getattr(args, "quick", False) else 10_000
     names, rows, clusters = _cases()
     point = fit_btd(table_from_outcomes(names, rows))
-    out = {"n_systems": len(names), "n_cases": len(rows), "n_boot": n_boot, "theta": round(point.theta, 4),
-           "ordering": point.ordering()}
+    out = {
+        "n_systems": len(names),
+        "n_cases": len(rows),
+        "n_boot": n_boot,
+        "theta": round(point.theta, 4),
+        "ordering": point.ordering(),
+    }
     for label, cl in (("cases", None), ("contexts", clusters)):
         wall0, cpu0 = time.perf_counter(), time.process_time()
         boot = bootstrap_btd(names, rows, point, clusters=cl, n_boot=n_boot, seed=1)

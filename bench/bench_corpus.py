@@ -37,13 +37,18 @@ def _floor(files: list[Path]) -> dict:
     xz.stdout.close()
     if xz.wait() != 0:
         raise RuntimeError("xz -dc failed")
-    return {"wall_s": round(time.perf_counter() - t0, 3), "cpu_s": round(_cpu_children() - cpu0, 3),
-            "sha256": out.stdout.split()[0].decode()}
+    return {
+        "wall_s": round(time.perf_counter() - t0, 3),
+        "cpu_s": round(_cpu_children() - cpu0, 3),
+        "sha256": out.stdout.split()[0].decode(),
+    }
 
 
 def _sizes(files: list[Path]) -> tuple[int, int]:
     """(compressed, uncompressed) bytes from ``xz --robot --list``."""
-    out = subprocess.run(["xz", "--robot", "--list", *map(str, files)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["xz", "--robot", "--list", *map(str, files)], capture_output=True, text=True, check=True
+    ).stdout
     totals = next(line.split("\t") for line in out.splitlines() if line.startswith("totals"))
     return int(totals[3]), int(totals[4])
 
@@ -89,8 +94,8 @@ def _memory_mb() -> tuple[float, float, float]:
 
 def _child(files: list[str], root: str) -> None:
     """Run in a fresh process: build the corpus, sampling memory; print one JSON line."""
+    from backtest.core.workspace import Workspace
     from backtest.corpus.build import BuildOptions, build_corpus
-    from backtest.workspace import Workspace
 
     samples: list[tuple[int, float]] = []
     state = {"n": 0}
@@ -102,22 +107,39 @@ def _child(files: list[str], root: str) -> None:
 
     mem_start = _memory_mb()
     cpu0, t0 = time.process_time() + _cpu_children(), time.perf_counter()
-    manifest = build_corpus(BuildOptions("arxiv-archive", [Path(f) for f in files], "archive-2020-all", "past"),
-                            Workspace(Path(root)), progress=progress)
+    manifest = build_corpus(
+        BuildOptions("arxiv-archive", [Path(f) for f in files], "archive-2020-all", "past"),
+        Workspace(Path(root)),
+        progress=progress,
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() + _cpu_children() - cpu0
     out_dir = Path(root) / "corpora" / "archive-2020-all"
-    print(json.dumps({
-        "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "n_records": manifest.n_records,
-        "counts": manifest.counts, "seal": manifest.seal, "mem_start_mb": [round(x, 1) for x in mem_start],
-        "peak_rss_mb": round(_status_kb("VmHWM") / 1024, 1), "samples": samples,
-        "records_bytes": (out_dir / "records.jsonl").stat().st_size,
-    }))
+    print(
+        json.dumps(
+            {
+                "wall_s": round(wall, 3),
+                "cpu_s": round(cpu, 3),
+                "n_records": manifest.n_records,
+                "counts": manifest.counts,
+                "seal": manifest.seal,
+                "mem_start_mb": [round(x, 1) for x in mem_start],
+                "peak_rss_mb": round(_status_kb("VmHWM") / 1024, 1),
+                "samples": samples,
+                "records_bytes": (out_dir / "records.jsonl").stat().st_size,
+            }
+        )
+    )
 
 
 def _at_fraction(samples: list[list], total: int, fraction: float) -> dict:
     target = fraction * total
     n, pss, builder, reader = min(samples, key=lambda s: abs(s[0] - target))
-    return {"records": n, "pss_mb": round(pss, 1), "builder_rss_mb": round(builder, 1), "reader_rss_mb": round(reader, 1)}
+    return {
+        "records": n,
+        "pss_mb": round(pss, 1),
+        "builder_rss_mb": round(builder, 1),
+        "reader_rss_mb": round(reader, 1),
+    }
 
 
 def run(args) -> dict:
@@ -134,9 +156,19 @@ def run(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_corpus_") as root:
         env = dict(os.environ, PYTHONPATH=str(REPO))
         cpu0 = _cpu_children()
-        child = subprocess.run([sys.executable, "-c", "import json,sys; from bench.bench_corpus import _child; "
-                                "_child(json.loads(sys.argv[1]), sys.argv[2])", json.dumps([str(f) for f in files]), root],
-                               capture_output=True, text=True, env=env, cwd=REPO)
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import json,sys; from bench.bench_corpus import _child; _child(json.loads(sys.argv[1]), sys.argv[2])",
+                json.dumps([str(f) for f in files]),
+                root,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
         child_cpu = _cpu_children() - cpu0
     if child.returncode != 0:
         raise RuntimeError(f"build failed: {child.stderr.strip()[-500:]}")
@@ -171,17 +203,21 @@ def run(args) -> dict:
         "ratio_wall": round(wall / floor_wall, 2),
         "ratio_cpu": round(build["cpu_s"] / floor_cpu, 2),
         "goal_ratio": 3.0,
-        "memory_note": ("sampled while records stream: PSS of the builder and its reader process together (pages "
-                        "shared after fork counted once), and each one's RSS; 100% is the last sample before the "
-                        "reader exits. What grows is the set of ids seen (exact first-occurrence de-duplication); "
-                        "records are never held, and the index is sorted in bounded runs."),
+        "memory_note": (
+            "sampled while records stream: PSS of the builder and its reader process together (pages "
+            "shared after fork counted once), and each one's RSS; 100% is the last sample before the "
+            "reader exits. What grows is the set of ids seen (exact first-occurrence de-duplication); "
+            "records are never held, and the index is sorted in bounded runs."
+        ),
         "memory_start_mb": dict(zip(("pss", "builder_rss", "reader_rss"), build["mem_start_mb"])),
         "memory_at_10pct": _at_fraction(samples, total, 0.10),
         "memory_at_50pct": _at_fraction(samples, total, 0.50),
         "memory_at_100pct": _at_fraction(samples, total, 1.0),
         "pss_growth_bytes_per_record_10_to_100pct": round(
-            (_at_fraction(samples, total, 1.0)["pss_mb"] - _at_fraction(samples, total, 0.10)["pss_mb"]) * 2**20
-            / max(1, 0.9 * total)),
+            (_at_fraction(samples, total, 1.0)["pss_mb"] - _at_fraction(samples, total, 0.10)["pss_mb"])
+            * 2**20
+            / max(1, 0.9 * total)
+        ),
         "builder_peak_rss_mb": build["peak_rss_mb"],
         "memory_samples_records_pss_mb": [[s[0], round(s[1], 1)] for s in samples[:: max(1, len(samples) // 20)]],
         "load_avg_before": [round(x, 1) for x in load_before],

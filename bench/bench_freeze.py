@@ -43,10 +43,10 @@ TEMPLATES = (
 
 def _workspace(tmp: Path, shared: Path):
     """A temp workspace over built astro-2025 corpora; returns (workspace, setup seconds)."""
+    from backtest.core.workspace import Workspace
     from backtest.corpus.build import BuildOptions, build_corpus
+    from backtest.corpus.instance import create_instance
     from backtest.corpus.store import CorpusStore
-    from backtest.instance import create_instance
-    from backtest.workspace import Workspace
 
     repo_ws = Workspace(REPO)
     started = time.perf_counter()
@@ -63,14 +63,23 @@ def _workspace(tmp: Path, shared: Path):
     daily = shared / "corpora" / "astro-ph-daily"
     cutoff = dt.date(2025, 10, 31)
     build_corpus(BuildOptions("arxiv-daily", [daily], "astro-2025-past", "past", end=cutoff), ws)
-    build_corpus(BuildOptions("arxiv-daily", [daily], "astro-2025-future", "future", start=cutoff + dt.timedelta(days=1),
-                              end=dt.date(2026, 7, 1)), ws)
+    build_corpus(
+        BuildOptions(
+            "arxiv-daily",
+            [daily],
+            "astro-2025-future",
+            "future",
+            start=cutoff + dt.timedelta(days=1),
+            end=dt.date(2026, 7, 1),
+        ),
+        ws,
+    )
     create_instance("astro-2025", cutoff, "astro-2025-past", "astro-2025-future", ws)
     return ws, {"source": f"built from {daily}", "setup_s": round(time.perf_counter() - started, 2)}
 
 
 def _submission(ws, folder: Path, n: int, seed: int = 0) -> int:
-    from backtest.instance import load_instance, open_past_corpus
+    from backtest.corpus.instance import load_instance, open_past_corpus
 
     past = open_past_corpus(load_instance("astro-2025", ws), ws)
     rng = random.Random(seed)
@@ -79,22 +88,47 @@ def _submission(ws, folder: Path, n: int, seed: int = 0) -> int:
     rows = []
     for k, rec in enumerate(records):
         title = " ".join(rec.title.replace("?", "").split())
-        rows.append({"question_id": f"q_{k + 1:04d}", "question": TEMPLATES[k % len(TEMPLATES)].format(t=title),
-                     "domain": "astrophysics", "cutoff_date": "2025-10-31", "generated_at": "2025-11-02T10:00:00Z",
-                     "generation_system": "bench_hand_v1", "source_evidence_ids": [rec.id], "rank": k + 1, "frozen": True})
+        rows.append(
+            {
+                "question_id": f"q_{k + 1:04d}",
+                "question": TEMPLATES[k % len(TEMPLATES)].format(t=title),
+                "domain": "astrophysics",
+                "cutoff_date": "2025-10-31",
+                "generated_at": "2025-11-02T10:00:00Z",
+                "generation_system": "bench_hand_v1",
+                "source_evidence_ids": [rec.id],
+                "rank": k + 1,
+                "frozen": True,
+            }
+        )
     for d, src in enumerate(rng.sample(rows, n_dup)):
-        rows.append(dict(src, question_id=f"q_dup_{d + 1:03d}", rank=len(rows) + 1,
-                         question=src["question"].replace("the ", "the reported ", 1)))
+        rows.append(
+            dict(
+                src,
+                question_id=f"q_dup_{d + 1:03d}",
+                rank=len(rows) + 1,
+                question=src["question"].replace("the ", "the reported ", 1),
+            )
+        )
     folder.mkdir(parents=True)
     (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "metadata.json").write_text(json.dumps({
-        "system_name": "bench_hand_v1", "description": "benchmark questions from past titles; no LLM used",
-        "cutoff_date": "2025-10-31", "domain": "astrophysics", "n_questions": len(rows), "frozen": True}))
+    (folder / "metadata.json").write_text(
+        json.dumps(
+            {
+                "system_name": "bench_hand_v1",
+                "description": "benchmark questions from past titles; no LLM used",
+                "cutoff_date": "2025-10-31",
+                "domain": "astrophysics",
+                "n_questions": len(rows),
+                "frozen": True,
+            }
+        )
+    )
     return n_dup
 
 
 def _freeze(ws, sub: Path) -> dict:
-    from backtest.freeze import FROZEN_FILE, freeze_submission
+    from backtest.submit.freeze import FROZEN_FILE, freeze_submission
 
     timings: dict[str, dict[str, float]] = {}
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -102,26 +136,37 @@ def _freeze(ws, sub: Path) -> dict:
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     frozen = json.loads((path / FROZEN_FILE).read_text())
     dedup = next(g for g in frozen["gates"] if g["name"] == "near_duplicates")
-    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "gates": timings,
-            "load_and_write_s": round(wall - sum(t["wall_s"] for t in timings.values()), 3),
-            "dedup_cpu_s": timings["near_duplicates"]["cpu_s"], "dedup_reason": dedup["reason"],
-            "version": frozen["version"], "near_duplicate_pairs": len(dedup["details"]), "dedup_status": dedup["status"]}
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "gates": timings,
+        "load_and_write_s": round(wall - sum(t["wall_s"] for t in timings.values()), 3),
+        "dedup_cpu_s": timings["near_duplicates"]["cpu_s"],
+        "dedup_reason": dedup["reason"],
+        "version": frozen["version"],
+        "near_duplicate_pairs": len(dedup["details"]),
+        "dedup_status": dedup["status"],
+    }
 
 
 def _naive_screen(sub: Path) -> dict:
-    from backtest.equivalence import get_rule, pairs_above_all
-    from backtest.gates import load_submission
+    from backtest.submit.gates import load_submission
+    from backtest.text.equivalence import get_rule, pairs_above_all
 
     texts = [q.question for q in load_submission(sub).questions]
     wall0, cpu0 = time.perf_counter(), time.process_time()
     pairs = pairs_above_all(texts, [get_rule("tfidf"), get_rule("embedding")], prefilter=False)
-    return {"wall_s": round(time.perf_counter() - wall0, 3), "cpu_s": round(time.process_time() - cpu0, 3),
-            "embedded": len(texts), "near_duplicate_pairs": len(pairs)}
+    return {
+        "wall_s": round(time.perf_counter() - wall0, 3),
+        "cpu_s": round(time.process_time() - cpu0, 3),
+        "embedded": len(texts),
+        "near_duplicate_pairs": len(pairs),
+    }
 
 
 def run(args) -> dict:
     """Time the model load, a cold and a cached freeze of the same set, and the naive screen."""
-    from backtest.embed import load_model
+    from backtest.text.embed import load_model
 
     n = 200 if getattr(args, "quick", False) else 1000
     shared = Path(getattr(args, "shared", REPO.parent / "shared"))

@@ -88,15 +88,20 @@ def _questions(shared: Path, n: int) -> list[str]:
 
 
 def _rate(n: int, t: Timer) -> dict:
-    return {"queries": n, "wall_s": round(t.wall, 3), "cpu_s": round(t.cpu, 3),
-            "qps_wall": round(n / t.wall, 2), "qps_cpu": round(n / max(t.cpu, 1e-9), 2)}
+    return {
+        "queries": n,
+        "wall_s": round(t.wall, 3),
+        "cpu_s": round(t.cpu, 3),
+        "qps_wall": round(n / t.wall, 2),
+        "qps_cpu": round(n / max(t.cpu, 1e-9), 2),
+    }
 
 
 def _arxiv_docs(shared: Path, quick: bool):
+    from backtest.core.workspace import Workspace
     from backtest.corpus.build import BuildOptions, build_corpus
     from backtest.corpus.store import CorpusStore
     from backtest.retrieve import load_future_docs
-    from backtest.workspace import Workspace
 
     archive = shared / "corpora" / "arxiv-archive-2020"
     files = sorted(archive.glob("*.tsv.xz"))[: 10 if quick else None]
@@ -123,8 +128,14 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
 
     os.environ.pop("BACKTEST_INDEX_CACHE", None)
     docs, n_files, load_t = _arxiv_docs(shared, quick)
-    out: dict = {"corpus": {"id": docs.corpus_id, "files": n_files, "documents": len(docs),
-                            "verify_and_load_wall_s": round(load_t.wall, 2)}}
+    out: dict = {
+        "corpus": {
+            "id": docs.corpus_id,
+            "files": n_files,
+            "documents": len(docs),
+            "verify_and_load_wall_s": round(load_t.wall, 2),
+        }
+    }
     stale = index_dir(docs, "bm25", "x").parent
     if stale.exists():
         shutil.rmtree(stale)
@@ -136,10 +147,15 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
     peak = _status_kb("VmHWM")
     assert ours.built
     index_bytes = sum(p.stat().st_size for p in ours.folder.iterdir())
-    out["build"] = {"wall_s": round(t.wall, 2), "cpu_s": round(t.cpu, 2),
-                    "peak_added_mb": round((peak - rss0) / 1024, 1) if peak_ok else None,
-                    "rss_before_mb": round(rss0 / 1024, 1), "index_mb": round(index_bytes / 2**20, 1),
-                    "nnz": int(ours.model.scores["data"].shape[0]), "vocabulary": len(ours.model.vocab_dict)}
+    out["build"] = {
+        "wall_s": round(t.wall, 2),
+        "cpu_s": round(t.cpu, 2),
+        "peak_added_mb": round((peak - rss0) / 1024, 1) if peak_ok else None,
+        "rss_before_mb": round(rss0 / 1024, 1),
+        "index_mb": round(index_bytes / 2**20, 1),
+        "nnz": int(ours.model.scores["data"].shape[0]),
+        "vocabulary": len(ours.model.vocab_dict),
+    }
     with Timer() as t:
         BM25Retriever(docs)
     out["reopen_cached_index_wall_s"] = round(t.wall, 2)
@@ -155,8 +171,9 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
             ours.search(queries, 8)
         best["ours"] = min(best.get("ours", t), t, key=lambda x: x.cpu)
         with Timer() as t:
-            ours.model.retrieve(bm25s.tokenize(queries, stopwords="en", return_ids=False, show_progress=False),
-                                k=8, show_progress=False)
+            ours.model.retrieve(
+                bm25s.tokenize(queries, stopwords="en", return_ids=False, show_progress=False), k=8, show_progress=False
+            )
         best["bm25s_same_index"] = min(best.get("bm25s_same_index", t), t, key=lambda x: x.cpu)
     speed = {name: dict(_rate(len(queries), t), best_of=REPEATS) for name, t in best.items()}
 
@@ -170,7 +187,9 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
         with Timer() as t:
             plain.retrieve(bm25s.tokenize(queries, stopwords="en", show_progress=False), k=8, show_progress=False)
         runs.append(t)
-    speed["bm25s_defaults"] = dict(_rate(len(queries), min(runs, key=lambda x: x.cpu)), best_of=REPEATS, build=defaults_build)
+    speed["bm25s_defaults"] = dict(
+        _rate(len(queries), min(runs, key=lambda x: x.cpu)), best_of=REPEATS, build=defaults_build
+    )
     del plain, texts
     gc.collect()
 
@@ -191,9 +210,14 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
     biggest = str(max(sizes))
     per_query_cpu = ref[biggest]["cpu_s"] / len(ref_queries) * len(docs) / max(sizes)
     per_query_wall = ref[biggest]["wall_s"] / len(ref_queries) * len(docs) / max(sizes)
-    speed["rank_bm25"] = {"measured_on_subsamples": ref, "extrapolated_to_full": {
-        "method": f"per-query time at {biggest} docs x {len(docs)}/{biggest} (rank-bm25 scores every document per query token)",
-        "qps_cpu": round(1 / per_query_cpu, 3), "qps_wall": round(1 / per_query_wall, 3)}}
+    speed["rank_bm25"] = {
+        "measured_on_subsamples": ref,
+        "extrapolated_to_full": {
+            "method": f"per-query time at {biggest} docs x {len(docs)}/{biggest} (rank-bm25 scores every document per query token)",
+            "qps_cpu": round(1 / per_query_cpu, 3),
+            "qps_wall": round(1 / per_query_wall, 3),
+        },
+    }
     # Ours on the same subsample: a speedup with no extrapolation.
     sub_tokens = [tokenize(docs.text(r)) for r in sub_rows]
     sub_index = build_okapi_index(sub_tokens)
@@ -208,14 +232,20 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
     o = speed["ours"]
     out["ratios"] = {
         "ours_vs_rank_bm25_full_cpu_x": round(o["qps_cpu"] / speed["rank_bm25"]["extrapolated_to_full"]["qps_cpu"], 1),
-        "ours_vs_rank_bm25_full_wall_x": round(o["qps_wall"] / speed["rank_bm25"]["extrapolated_to_full"]["qps_wall"], 1),
-        "ours_vs_rank_bm25_same_subsample_cpu_x": round(speed["ours_on_subsample"]["qps_cpu"] / ref[biggest]["qps_cpu"], 1),
+        "ours_vs_rank_bm25_full_wall_x": round(
+            o["qps_wall"] / speed["rank_bm25"]["extrapolated_to_full"]["qps_wall"], 1
+        ),
+        "ours_vs_rank_bm25_same_subsample_cpu_x": round(
+            speed["ours_on_subsample"]["qps_cpu"] / ref[biggest]["qps_cpu"], 1
+        ),
         "ours_slowdown_vs_bm25s_same_index_cpu": round(speed["bm25s_same_index"]["qps_cpu"] / o["qps_cpu"] - 1, 3),
         "ours_slowdown_vs_bm25s_defaults_cpu": round(speed["bm25s_defaults"]["qps_cpu"] / o["qps_cpu"] - 1, 3),
         "same_top8_as_bm25s_same_index": round(float(same), 3),
     }
-    out["goals"] = {"at_least_300x_rank_bm25": out["ratios"]["ours_vs_rank_bm25_full_cpu_x"] >= 300,
-                    "at_most_20pct_slower_than_bare_bm25s": out["ratios"]["ours_slowdown_vs_bm25s_same_index_cpu"] <= 0.20}
+    out["goals"] = {
+        "at_least_300x_rank_bm25": out["ratios"]["ours_vs_rank_bm25_full_cpu_x"] >= 300,
+        "at_most_20pct_slower_than_bare_bm25s": out["ratios"]["ours_slowdown_vs_bm25s_same_index_cpu"] <= 0.20,
+    }
     return out
 
 
@@ -233,9 +263,9 @@ def _astro_docs():
     Using it, not a copy built here, keeps its seal the committed one, so its embeddings are
     the ones ``make demo`` and the tests cache, and a stale copy cannot be measured.
     """
+    from backtest.core.workspace import Workspace
     from backtest.corpus.store import CorpusStore
     from backtest.retrieve import load_future_docs
-    from backtest.workspace import Workspace
 
     ws = Workspace(REPO)
     if not ws.corpus_dir("astro-2025-future").joinpath("records.jsonl").is_file():
@@ -247,8 +277,8 @@ def bench_dense(shared: Path, quick: bool) -> dict:
     """Embedding throughput and faiss exact vs approximate on astro-2025 (see module doc)."""
     import faiss
 
-    from backtest.embed import embed_texts, load_model
     from backtest.retrieve.dense import corpus_embeddings, embeddings_cached
+    from backtest.text.embed import embed_texts, load_model
 
     os.environ["BACKTEST_INDEX_CACHE"] = str(REPO / ".cache" / "index-cache")
     docs = _astro_docs()
@@ -257,21 +287,34 @@ def bench_dense(shared: Path, quick: bool) -> dict:
     embed_texts(sample[:4])  # warm-up
     with Timer() as t:
         embed_texts(sample)
-    out: dict = {"corpus": {"id": docs.corpus_id, "documents": len(docs)},
-                 "embedding": {"model": "all-MiniLM-L6-v2", "docs": len(sample), "wall_s": round(t.wall, 2),
-                               "cpu_s": round(t.cpu, 2), "docs_per_s_wall": round(len(sample) / t.wall, 2),
-                               "docs_per_cpu_s": round(len(sample) / max(t.cpu, 1e-9), 2),
-                               "torch_threads": __import__("torch").get_num_threads()}}
+    out: dict = {
+        "corpus": {"id": docs.corpus_id, "documents": len(docs)},
+        "embedding": {
+            "model": "all-MiniLM-L6-v2",
+            "docs": len(sample),
+            "wall_s": round(t.wall, 2),
+            "cpu_s": round(t.cpu, 2),
+            "docs_per_s_wall": round(len(sample) / t.wall, 2),
+            "docs_per_cpu_s": round(len(sample) / max(t.cpu, 1e-9), 2),
+            "torch_threads": __import__("torch").get_num_threads(),
+        },
+    }
     if embeddings_cached(docs) or os.environ.get("BENCH_RETRIEVAL_EMBED_ALL"):
         with Timer() as t:
             vectors, _, _ = corpus_embeddings(docs)
-        out["faiss_vectors"] = {"text": "title + abstract (the dense retriever's own index)", "wall_s": round(t.wall, 2)}
+        out["faiss_vectors"] = {
+            "text": "title + abstract (the dense retriever's own index)",
+            "wall_s": round(t.wall, 2),
+        }
     else:
         with Timer() as t:
             vectors = embed_texts(docs.titles)
-        out["faiss_vectors"] = {"text": "titles only: the title + abstract embeddings were not in the cache "
-                                        "(BENCH_RETRIEVAL_EMBED_ALL=1 computes them: ~30 CPU-minutes)",
-                                "wall_s": round(t.wall, 2), "cpu_s": round(t.cpu, 2)}
+        out["faiss_vectors"] = {
+            "text": "titles only: the title + abstract embeddings were not in the cache "
+            "(BENCH_RETRIEVAL_EMBED_ALL=1 computes them: ~30 CPU-minutes)",
+            "wall_s": round(t.wall, 2),
+            "cpu_s": round(t.cpu, 2),
+        }
     n, dim = vectors.shape
     rows = np.array(random.Random(2).sample(range(n), min(1000, n)))
     queries = np.ascontiguousarray(vectors[rows])
@@ -302,8 +345,12 @@ def bench_dense(shared: Path, quick: bool) -> dict:
         if truth is None:
             truth = found
         recall = float(np.mean([len(set(a) & set(b)) / 8 for a, b in zip(found, truth)]))
-        results[name] = {"build_wall_s": round(build_t.wall, 3), "query_ms_wall": round(1000 * t.wall / len(queries), 4),
-                         "query_ms_cpu": round(1000 * t.cpu / len(queries), 4), "recall_at_8": round(recall, 4)}
+        results[name] = {
+            "build_wall_s": round(build_t.wall, 3),
+            "query_ms_wall": round(1000 * t.wall / len(queries), 4),
+            "query_ms_cpu": round(1000 * t.cpu / len(queries), 4),
+            "recall_at_8": round(recall, 4),
+        }
     out["faiss"] = {"queries": len(queries), "dim": dim, "threads": faiss.omp_get_max_threads(), "indexes": results}
     return out
 

@@ -41,12 +41,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))
 
-from backtest.fileio import read_json  # noqa: E402
-from backtest.freeze import freeze_once, verify_ledger_and_sets  # noqa: E402
+from backtest.core.fileio import read_json  # noqa: E402
+from backtest.core.seal import canonical_json, sha256_file, with_seal  # noqa: E402
+from backtest.core.workspace import Workspace  # noqa: E402
 from backtest.generators import run_generator  # noqa: E402
-from backtest.ledger import entry_hash  # noqa: E402
-from backtest.seal import canonical_json, sha256_file, with_seal  # noqa: E402
-from backtest.workspace import Workspace  # noqa: E402
+from backtest.submit.freeze import freeze_once, verify_ledger_and_sets  # noqa: E402
+from backtest.submit.ledger import entry_hash  # noqa: E402
 from tests.conftest import build_astro  # noqa: E402
 from tests.test_fuzz import _mutate, flip_trials  # noqa: E402
 from tests.test_secrets import KEY, _echo_server, echo_judge_config  # noqa: E402
@@ -109,8 +109,10 @@ SUB_ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 def bit_flips(ws: Workspace, frozen: Path, n: int, rng: random.Random) -> list[Trial]:
     manifest = ws.manifest_path(f"{INSTANCE}-past")
     targets = sorted(p for p in frozen.iterdir() if p.is_file()) + [ws.ledger, manifest]
-    return [trial("random bit flip", f"{path.name} byte {pos}", caught)
-            for path, pos, caught in flip_trials(ws, frozen, manifest, targets, n, rng)]
+    return [
+        trial("random bit flip", f"{path.name} byte {pos}", caught)
+        for path, pos, caught in flip_trials(ws, frozen, manifest, targets, n, rng)
+    ]
 
 
 def _rewrite_ledger(ws: Workspace, index: int, **changes: Any) -> None:
@@ -130,6 +132,7 @@ def _rewrite_history(ws: Workspace) -> None:
 
 def structural_edits(base: Workspace, scratch: Path) -> list[Trial]:
     """Each edit on a fresh copy of a workspace holding two frozen sets; caught when ``backtest verify`` fails."""
+
     def qfile(ws, s):
         return s / "questions.jsonl"
 
@@ -156,27 +159,41 @@ def structural_edits(base: Workspace, scratch: Path) -> list[Trial]:
         "swap two question lines": lambda ws, s: edit_lines(qfile(ws, s), lambda ls: [ls[1], ls[0], *ls[2:]]),
         "append a blank line": lambda ws, s: edit_lines(qfile(ws, s), lambda ls: ls + [b"\n"]),
         "CRLF line endings": lambda ws, s: edit_lines(qfile(ws, s), lambda ls: [x.replace(b"\n", b"\r\n") for x in ls]),
-        "FROZEN.json re-indented": lambda ws, s: (s / "FROZEN.json").write_text(json.dumps(read_json(s / "FROZEN.json"))),
+        "FROZEN.json re-indented": lambda ws, s: (s / "FROZEN.json").write_text(
+            json.dumps(read_json(s / "FROZEN.json"))
+        ),
         "FROZEN.json n_questions changed, resealed": lambda ws, s: resealed(ws, s, n_questions=2),
         "FROZEN.json frozen_at changed, resealed": lambda ws, s: resealed(ws, s, frozen_at="2020-01-01T00:00:00Z"),
         "questions edited, file hash and seal recomputed": lambda ws, s: (
             edit_lines(qfile(ws, s), lambda ls: ls[1:]),
-            resealed(ws, s, files={**read_json(s / "FROZEN.json")["files"], "questions.jsonl": sha256_file(qfile(ws, s))},
-                     n_questions=2)),
+            resealed(
+                ws,
+                s,
+                files={**read_json(s / "FROZEN.json")["files"], "questions.jsonl": sha256_file(qfile(ws, s))},
+                n_questions=2,
+            ),
+        ),
         "set folder renamed v1 -> v2": lambda ws, s: s.rename(s.parent / "v2"),
         "set moved under another system": lambda ws, s: shutil.move(str(s), str(s.parent.parent / "other_system")),
         "set replaced by a symbolic link": symlinked,
         "ledger: last line deleted": lambda ws, s: edit_lines(ws.ledger, lambda ls: ls[:-1]),
         "ledger: lines swapped": lambda ws, s: edit_lines(ws.ledger, lambda ls: [ls[1], ls[0], *ls[2:]]),
         "ledger: cut mid-line": lambda ws, s: ws.ledger.write_bytes(ws.ledger.read_bytes()[:-20]),
-        "ledger: frozen_at rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(ws, -1, frozen_at="2020-01-01T00:00:00Z"),
+        "ledger: frozen_at rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(
+            ws, -1, frozen_at="2020-01-01T00:00:00Z"
+        ),
         "ledger: kind rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(ws, -1, kind="prospective"),
         "ledger: system rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(ws, -1, system="other"),
         "ledger: version rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(ws, -1, version=7),
-        "ledger: instance_id rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(ws, -1, instance_id="elsewhere"),
-        "ledger: first line rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(ws, 0, frozen_at="2020-01-01T00:00:00Z"),
+        "ledger: instance_id rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(
+            ws, -1, instance_id="elsewhere"
+        ),
+        "ledger: first line rewritten, hash recomputed": lambda ws, s: _rewrite_ledger(
+            ws, 0, frozen_at="2020-01-01T00:00:00Z"
+        ),
         "instance file edited": lambda ws, s: ws.instance_path(INSTANCE).write_text(
-            ws.instance_path(INSTANCE).read_text().replace("2025-10-31", "2025-11-30", 1)),
+            ws.instance_path(INSTANCE).read_text().replace("2025-10-31", "2025-11-30", 1)
+        ),
     }
     out = []
     for name, edit in edits.items():
@@ -197,8 +214,14 @@ def structural_edits(base: Workspace, scratch: Path) -> list[Trial]:
     _rewrite_history(ws)
     shutil.rmtree(sorted(ws.frozen.glob(f"{INSTANCE}/*/v1"))[-1])
     code, _, err = cli(ws, "verify", str(ws.frozen), "--expect-head", head)
-    out.append(trial("structural edit", "history rewritten (last freeze erased), checked against the published head",
-                     code == 1 and "not in the chain" in err, err.strip()))
+    out.append(
+        trial(
+            "structural edit",
+            "history rewritten (last freeze erased), checked against the published head",
+            code == 1 and "not in the chain" in err,
+            err.strip(),
+        )
+    )
     return out
 
 
@@ -231,13 +254,28 @@ def unsafe_names_and_paths(ws: Workspace, good: Path, frozen: Path, scratch: Pat
     protected = {p: p.read_bytes() for p in [ws.ledger, ws.manifest_path(f"{INSTANCE}-past")]}
     before = snapshot(ws.frozen)
     attempts = [
-        ("corpus export --out frozen/LEDGER.jsonl", ["corpus", "export", INSTANCE, "--role", "past", "--out", str(ws.ledger)]),
-        ("corpus export --out manifests/<past>.json",
-         ["corpus", "export", INSTANCE, "--role", "past", "--out", str(ws.manifest_path(f"{INSTANCE}-past"))]),
+        (
+            "corpus export --out frozen/LEDGER.jsonl",
+            ["corpus", "export", INSTANCE, "--role", "past", "--out", str(ws.ledger)],
+        ),
+        (
+            "corpus export --out manifests/<past>.json",
+            ["corpus", "export", INSTANCE, "--role", "past", "--out", str(ws.manifest_path(f"{INSTANCE}-past"))],
+        ),
         ("retrieve --out into a frozen set", ["retrieve", str(frozen), "--out", str(frozen / "r.jsonl")]),
         ("retrieve --out frozen", ["retrieve", str(frozen), "--out", str(ws.frozen)]),
-        ("corpus export --out corpora/<id>/x", ["corpus", "export", INSTANCE, "--role", "past", "--out",
-                                                str(ws.root / "corpora" / f"{INSTANCE}-past" / "x.jsonl")]),
+        (
+            "corpus export --out corpora/<id>/x",
+            [
+                "corpus",
+                "export",
+                INSTANCE,
+                "--role",
+                "past",
+                "--out",
+                str(ws.root / "corpora" / f"{INSTANCE}-past" / "x.jsonl"),
+            ],
+        ),
         ("freeze --instance ../../etc", ["freeze", str(good), "--instance", "../../etc"]),
         ("score --run-id with a newline", ["score", str(frozen), "--run-id", "nlrun\n"]),
     ]
@@ -250,16 +288,23 @@ def unsafe_names_and_paths(ws: Workspace, good: Path, frozen: Path, scratch: Pat
     meta = read_json(sub / "metadata.json")
     (sub / "metadata.json").write_text(json.dumps({**meta, "system_name": "nlsys\n"}))
     code, _, err = cli(ws, "freeze", str(sub), "--instance", INSTANCE)
-    out.append(trial("owned paths and unsafe names", "system_name ending in a newline",
-                     clean_refusal(code, err) and snapshot(ws.frozen) == before, err.strip()))
+    out.append(
+        trial(
+            "owned paths and unsafe names",
+            "system_name ending in a newline",
+            clean_refusal(code, err) and snapshot(ws.frozen) == before,
+            err.strip(),
+        )
+    )
     deep = scratch / "deep"
     shutil.copytree(good, deep)
     (deep / "questions.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
     code, _, err = cli(ws, "freeze", str(deep), "--instance", INSTANCE)
     out.append(trial("owned paths and unsafe names", "JSON nested 100k deep", clean_refusal(code, err), err.strip()))
     row = json.loads((good / "questions.jsonl").read_text().splitlines()[0])
-    (deep / "questions.jsonl").write_text("".join(json.dumps({**row, "question_id": f"q{k:06d}", "rank": k + 1}) + "\n"
-                                                  for k in range(100_000)))
+    (deep / "questions.jsonl").write_text(
+        "".join(json.dumps({**row, "question_id": f"q{k:06d}", "rank": k + 1}) + "\n" for k in range(100_000))
+    )
     code, _, err = cli(ws, "freeze", str(deep), "--instance", INSTANCE)
     out.append(trial("owned paths and unsafe names", "100,000 questions", clean_refusal(code, err), err.strip()))
     return out
@@ -271,16 +316,25 @@ def unsafe_names_and_paths(ws: Workspace, good: Path, frozen: Path, scratch: Pat
 def score_kills(ws: Workspace, frozen: Path, n: int, rng: random.Random) -> list[Trial]:
     system = read_json(frozen / "FROZEN.json")["system"]
     start = time.monotonic()
-    ref = subprocess.run(subprocess_cli(ws, "score", str(frozen), "--run-id", "ref", "--no-progress"), env=SUB_ENV,
-                         capture_output=True, text=True, timeout=1800)
+    ref = subprocess.run(
+        subprocess_cli(ws, "score", str(frozen), "--run-id", "ref", "--no-progress"),
+        env=SUB_ENV,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     wall = time.monotonic() - start
     assert ref.returncode == 0, ref.stderr
     reference = (ws.results / INSTANCE / system / "ref" / "judgments.jsonl").read_bytes()
     out = []
     for k in range(n):
         run_id = f"kill{k}"
-        proc = subprocess.Popen(subprocess_cli(ws, "score", str(frozen), "--run-id", run_id, "--no-progress"),
-                                env=SUB_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            subprocess_cli(ws, "score", str(frozen), "--run-id", run_id, "--no-progress"),
+            env=SUB_ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         delay = rng.uniform(0.5, wall)
         try:
             proc.communicate(timeout=delay)
@@ -289,13 +343,24 @@ def score_kills(ws: Workspace, frozen: Path, n: int, rng: random.Random) -> list
             os.kill(proc.pid, signal.SIGKILL)
             proc.communicate()
             killed = True
-        resumed = subprocess.run(subprocess_cli(ws, "score", str(frozen), "--run-id", run_id, "--no-progress"),
-                                 env=SUB_ENV, capture_output=True, text=True, timeout=1800)
+        resumed = subprocess.run(
+            subprocess_cli(ws, "score", str(frozen), "--run-id", run_id, "--no-progress"),
+            env=SUB_ENV,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         run_dir = ws.results / INSTANCE / system / run_id
         same = resumed.returncode == 0 and (run_dir / "judgments.jsonl").read_bytes() == reference
         status = read_json(run_dir / "RUN.json")["status"] if (run_dir / "RUN.json").is_file() else None
-        out.append(trial("SIGKILL during score", f"kill at {delay:.1f} s of {wall:.1f} s" + ("" if killed else " (had finished)"),
-                         same and status == "complete", resumed.stderr.strip()[-200:]))
+        out.append(
+            trial(
+                "SIGKILL during score",
+                f"kill at {delay:.1f} s of {wall:.1f} s" + ("" if killed else " (had finished)"),
+                same and status == "complete",
+                resumed.stderr.strip()[-200:],
+            )
+        )
     return out
 
 
@@ -306,8 +371,12 @@ def freeze_kills(ws: Workspace, good: Path, n: int, rng: random.Random, scratch:
         sub = scratch / f"fk{k}"
         shutil.copytree(good, sub)
         (sub / "metadata.json").write_text(json.dumps({**meta, "system_name": f"killed_{k}"}))
-        proc = subprocess.Popen(subprocess_cli(ws, "freeze", str(sub), "--instance", INSTANCE), env=SUB_ENV,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            subprocess_cli(ws, "freeze", str(sub), "--instance", INSTANCE),
+            env=SUB_ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         delay = rng.uniform(0.5, 12.0)
         try:
             proc.communicate(timeout=delay)
@@ -317,10 +386,20 @@ def freeze_kills(ws: Workspace, good: Path, n: int, rng: random.Random, scratch:
         problems = verify_ledger_and_sets(ws)  # a set is whole and in the ledger, or there is no trace of it
         landed = list(ws.frozen.glob(f"{INSTANCE}/killed_{k}/v*"))
         retry = (0, "", "") if landed else cli(ws, "freeze", str(sub), "--instance", INSTANCE)
-        ok = not problems and retry[0] == 0 and len(list(ws.frozen.glob(f"{INSTANCE}/killed_{k}/v*"))) == 1 \
+        ok = (
+            not problems
+            and retry[0] == 0
+            and len(list(ws.frozen.glob(f"{INSTANCE}/killed_{k}/v*"))) == 1
             and not verify_ledger_and_sets(ws)
-        out.append(trial("SIGKILL during freeze", f"kill at {delay:.1f} s" + (" (had finished)" if landed else ""), ok,
-                         "; ".join(problems)[:200] or retry[2].strip()[-200:]))
+        )
+        out.append(
+            trial(
+                "SIGKILL during freeze",
+                f"kill at {delay:.1f} s" + (" (had finished)" if landed else ""),
+                ok,
+                "; ".join(problems)[:200] or retry[2].strip()[-200:],
+            )
+        )
     return out
 
 
@@ -338,15 +417,27 @@ def concurrent_freezes(ws: Workspace, good: Path, rounds: int, width: int, scrat
             first["question"] = first["question"].rstrip("?") + f" in variant {r}-{k}?"
             (sub / "questions.jsonl").write_text("\n".join([json.dumps(first), *rows[1:]]) + "\n")
             (sub / "metadata.json").write_text(json.dumps({**meta, "system_name": f"race_{r}"}))
-            procs.append(subprocess.Popen(subprocess_cli(ws, "freeze", str(sub), "--instance", INSTANCE), env=SUB_ENV,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            procs.append(
+                subprocess.Popen(
+                    subprocess_cli(ws, "freeze", str(sub), "--instance", INSTANCE),
+                    env=SUB_ENV,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
+            )
         errs = [p.communicate(timeout=1800)[1].decode() for p in procs]  # communicate: a full stderr pipe cannot stall
         codes = [(p.returncode, err) for p, err in zip(procs, errs)]
         versions = sorted(p.name for p in ws.frozen.glob(f"{INSTANCE}/race_{r}/v*"))
         intact = not verify_ledger_and_sets(ws)
         for k, (code, err) in enumerate(codes):
-            out.append(trial("concurrent freeze", f"round {r}, freeze {k} of {width} at once (exit {code})",
-                             code == 0 and intact and len(versions) == width, err.strip()[-200:]))
+            out.append(
+                trial(
+                    "concurrent freeze",
+                    f"round {r}, freeze {k} of {width} at once (exit {code})",
+                    code == 0 and intact and len(versions) == width,
+                    err.strip()[-200:],
+                )
+            )
     return out
 
 
@@ -359,25 +450,39 @@ def judge_attacks(ws: Workspace, frozen: Path, scratch: Path) -> list[Trial]:
         server = _echo_server(mode)
         try:
             config = echo_judge_config(ws, server, mode)
-            code, o, e = cli(ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}",
-                             env={"ECHO_KEY": KEY})
+            code, o, e = cli(
+                ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}", env={"ECHO_KEY": KEY}
+            )
             # every judgment failed: exit 1, incomplete, and a rerun retries them (they fail again, and it says so)
-            code2, o2, e2 = cli(ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}",
-                                env={"ECHO_KEY": KEY})
+            code2, o2, e2 = cli(
+                ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}", env={"ECHO_KEY": KEY}
+            )
         finally:
             server.shutdown()
             server.server_close()
         leaked = [p.name for p in ws.root.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
-        out.append(trial("endpoint quotes the key back", f"HTTP {mode}", KEY not in o + e + o2 + e2 and not leaked
-                         and code == 1 and "incomplete" in e, f"exit {code}; files with the key: {leaked}"))
-        out.append(trial("every judgment failed", f"HTTP {mode}: exit 1, incomplete; the rerun retries",
-                         code == 1 and code2 == 1 and "incomplete" in e2 and "already complete" not in e2, e2.strip()[:200]))
+        out.append(
+            trial(
+                "endpoint quotes the key back",
+                f"HTTP {mode}",
+                KEY not in o + e + o2 + e2 and not leaked and code == 1 and "incomplete" in e,
+                f"exit {code}; files with the key: {leaked}",
+            )
+        )
+        out.append(
+            trial(
+                "every judgment failed",
+                f"HTTP {mode}: exit 1, incomplete; the rerun retries",
+                code == 1 and code2 == 1 and "incomplete" in e2 and "already complete" not in e2,
+                e2.strip()[:200],
+            )
+        )
     return out
 
 
 def edited_partial(ws: Workspace, frozen: Path) -> list[Trial]:
-    from backtest.records import Judgment
-    from backtest.score import PARTIAL, partial_line, score_frozen
+    from backtest.core.records import Judgment
+    from backtest.scoring.score import PARTIAL, partial_line, score_frozen
 
     system = read_json(frozen / "FROZEN.json")["system"]
     ref_dir = ws.results / INSTANCE / system / "ref"
@@ -391,14 +496,24 @@ def edited_partial(ws: Workspace, frozen: Path) -> list[Trial]:
             chained.append(raw)
         row = json.loads(line)
         forged = {**row, "outcome": "answered" if row["outcome"] != "answered" else "posed_but_open"}
-        chained[k] = chained[k].split(b" ", 1)[0] + b" " + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        chained[k] = (
+            chained[k].split(b" ", 1)[0]
+            + b" "
+            + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode()
+            + b"\n"
+        )
         run_dir = ws.results / INSTANCE / system / f"edited{k}"
         run_dir.mkdir(parents=True)
         shutil.copy(ref_dir / "retrieval.jsonl", run_dir / "retrieval.jsonl")
         (run_dir / PARTIAL).write_bytes(b"".join(chained[: len(lines) - 1]))
         score_frozen(frozen, ws, run_id=f"edited{k}")
-        out.append(trial("edited partial judgment", f"outcome of line {k + 1} forged, then resumed",
-                         (run_dir / "judgments.jsonl").read_bytes() == b"".join(lines)))
+        out.append(
+            trial(
+                "edited partial judgment",
+                f"outcome of line {k + 1} forged, then resumed",
+                (run_dir / "judgments.jsonl").read_bytes() == b"".join(lines),
+            )
+        )
     return out
 
 
@@ -436,8 +551,12 @@ def disk_full(ws: Workspace, frozen: Path, good: Path, scratch: Path, sizes: lis
     mount.mkdir()
 
     def mounted(size: str, where: Path) -> bool:
-        return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                              capture_output=True).returncode == 0
+        return (
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+            ).returncode
+            == 0
+        )
 
     def verdict(code: int, err: str, torn: list[str]) -> bool:
         return not torn and (code == 0 or (code == 1 and "no space left" in err and "internal error" not in err))
@@ -448,8 +567,14 @@ def disk_full(ws: Workspace, frozen: Path, good: Path, scratch: Path, sizes: lis
             return [trial("disk full", "not run: cannot mount a tmpfs here", False)]
         try:
             code, _, err = cli(ws, "corpus", "export", INSTANCE, "--role", "past", "--out", str(mount / "past.jsonl"))
-            out.append(trial("disk full", f"corpus export onto {size} (exit {code})", verdict(code, err, _whole(mount)),
-                             err.strip()[:150]))
+            out.append(
+                trial(
+                    "disk full",
+                    f"corpus export onto {size} (exit {code})",
+                    verdict(code, err, _whole(mount)),
+                    err.strip()[:150],
+                )
+            )
         finally:
             subprocess.run(["umount", str(mount)], check=False)
         # score with results/ on the small disk
@@ -460,8 +585,14 @@ def disk_full(ws: Workspace, frozen: Path, good: Path, scratch: Path, sizes: lis
             if not mounted(size, results):
                 raise RuntimeError("mount failed")
             code, _, err = cli(ws, "score", str(frozen), "--run-id", f"full{n}", "--no-progress")
-            out.append(trial("disk full", f"score with results/ on {size} (exit {code})", verdict(code, err, _whole(results)),
-                             err.strip()[:150]))
+            out.append(
+                trial(
+                    "disk full",
+                    f"score with results/ on {size} (exit {code})",
+                    verdict(code, err, _whole(results)),
+                    err.strip()[:150],
+                )
+            )
         finally:
             subprocess.run(["umount", str(results)], check=False)
             results.rmdir()
@@ -483,8 +614,15 @@ def disk_full(ws: Workspace, frozen: Path, good: Path, scratch: Path, sizes: lis
                 (sub / "metadata.json").write_text(json.dumps({**meta, "system_name": f"full_{n}"}))
                 code, _, err = cli(ws, "freeze", str(sub), "--instance", INSTANCE)
                 intact = not verify_ledger_and_sets(ws) if copied else True
-                out.append(trial("disk full", f"freeze with frozen/ on {room} ({'its sets and ledger + ' + str(FREEZE_ROOM[n % len(FREEZE_ROOM)] // 1024) + 'k' if copied else 'empty'})"
-                                 f" (exit {code})", verdict(code, err, _whole(ws.frozen)) and intact, err.strip()[:150]))
+                out.append(
+                    trial(
+                        "disk full",
+                        f"freeze with frozen/ on {room} ({'its sets and ledger + ' + str(FREEZE_ROOM[n % len(FREEZE_ROOM)] // 1024) + 'k' if copied else 'empty'})"
+                        f" (exit {code})",
+                        verdict(code, err, _whole(ws.frozen)) and intact,
+                        err.strip()[:150],
+                    )
+                )
         finally:
             subprocess.run(["umount", str(ws.frozen)], check=False)
             ws.frozen.rmdir()
@@ -513,8 +651,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "attack-table"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a few trials per class (a smoke run)")
-    parser.add_argument("--only", action="append", default=[], metavar="STEP",
-                        help="run only this step (repeatable), replacing its classes in an existing --out table")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="STEP",
+        help="run only this step (repeatable), replacing its classes in an existing --out table",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     q = args.quick
@@ -532,15 +675,29 @@ def main(argv: list[str] | None = None) -> int:
         steps = [
             ("bit flips", lambda ws: bit_flips(ws, frozen_in(ws, frozen), 20 if q else 400, rng)),
             ("structural edits", lambda ws: structural_edits(ws, scratch)),
-            ("hostile submissions", lambda ws: hostile_submissions(ws, good, 10 if q else 86, rng, scratch / "hostile")),
+            (
+                "hostile submissions",
+                lambda ws: hostile_submissions(ws, good, 10 if q else 86, rng, scratch / "hostile"),
+            ),
             ("names and paths", lambda ws: unsafe_names_and_paths(ws, good, frozen_in(ws, frozen), scratch / "names")),
             ("score kills", lambda ws: score_kills(ws, frozen_in(ws, frozen), 2 if q else 21, rng)),
             ("edited partial", lambda ws: edited_partial(ws, frozen_in(ws, frozen))),
             ("freeze kills", lambda ws: freeze_kills(ws, good, 2 if q else 21, rng, scratch / "fk")),
-            ("concurrent freezes", lambda ws: concurrent_freezes(ws, good, 1 if q else 5, 3 if q else 7, scratch / "cc")),
+            (
+                "concurrent freezes",
+                lambda ws: concurrent_freezes(ws, good, 1 if q else 5, 3 if q else 7, scratch / "cc"),
+            ),
             ("judge endpoint", lambda ws: judge_attacks(ws, frozen_in(ws, frozen), scratch)),
-            ("disk full", lambda ws: disk_full(ws, frozen_in(ws, frozen), good, scratch,
-                                               ["64k", "1m"] if q else ["16k", "64k", "256k", "1m", "2m", "4m"])),
+            (
+                "disk full",
+                lambda ws: disk_full(
+                    ws,
+                    frozen_in(ws, frozen),
+                    good,
+                    scratch,
+                    ["64k", "1m"] if q else ["16k", "64k", "256k", "1m", "2m", "4m"],
+                ),
+            ),
         ]
         work = copy_ws(base, scratch / "work")
         unknown = sorted(set(args.only) - {name for name, _ in steps})
@@ -552,16 +709,29 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             done = step(base if name == "structural edits" else work)
             trials += done
-            print(f"{name}: {sum(t['caught'] for t in done)}/{len(done)} caught ({time.monotonic() - started:.0f} s)", flush=True)
+            print(
+                f"{name}: {sum(t['caught'] for t in done)}/{len(done)} caught ({time.monotonic() - started:.0f} s)",
+                flush=True,
+            )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.only and out.with_suffix(".json").is_file():  # keep the other classes of the table already there
         redone = {t["class"] for t in trials}
-        trials = [t for t in json.loads(out.with_suffix(".json").read_text())["trials"] if t["class"] not in redone] + trials
-    summary = {"seed": args.seed, "quick": q, "n": len(trials), "caught": sum(t["caught"] for t in trials), "trials": trials}
+        trials = [
+            t for t in json.loads(out.with_suffix(".json").read_text())["trials"] if t["class"] not in redone
+        ] + trials
+    summary = {
+        "seed": args.seed,
+        "quick": q,
+        "n": len(trials),
+        "caught": sum(t["caught"] for t in trials),
+        "trials": trials,
+    }
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")
-    out.with_suffix(".md").write_text(f"# Attack table (seed {args.seed}{', quick' if q else ''})\n\n"
-                                      f"Made by `scripts/attack_table.py`; every trial is in `{out.name}.json`.\n\n" + table(trials))
+    out.with_suffix(".md").write_text(
+        f"# Attack table (seed {args.seed}{', quick' if q else ''})\n\n"
+        f"Made by `scripts/attack_table.py`; every trial is in `{out.name}.json`.\n\n" + table(trials)
+    )
     print(table(trials))
     return 0 if summary["caught"] == summary["n"] else 1
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_corpus
-from backtest.instance import create_instance
-from backtest.workspace import Workspace
+from backtest.corpus.instance import create_instance
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -74,14 +74,34 @@ def build_from_repo(opts: BuildOptions, ws: Workspace):
         return build_corpus(relative, ws)
 
 
-def build_astro(ws: Workspace, cutoff=dt.date(2025, 10, 31), end=dt.date(2026, 7, 1), categories=None, suffix="") -> str:
+def build_astro(
+    ws: Workspace, cutoff=dt.date(2025, 10, 31), end=dt.date(2026, 7, 1), categories=None, suffix=""
+) -> str:
     """Build the astro-2025 instance (optionally restricted to categories) into ``ws``; return its id."""
     cats = list(categories or [])
-    past = build_from_repo(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-past", "past", end=cutoff, categories=cats), ws)
-    future = build_from_repo(BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-future", "future",
-                                          start=cutoff + dt.timedelta(days=1), end=end, categories=cats), ws)
-    create_instance(f"astro-2025{suffix}", cutoff, past.corpus_id, future.corpus_id, ws,
-                    domain="astrophysics (arXiv astro-ph), exoplanet atmospheres in focus")
+    past = build_from_repo(
+        BuildOptions("arxiv-daily", [DAILY], f"astro-2025{suffix}-past", "past", end=cutoff, categories=cats), ws
+    )
+    future = build_from_repo(
+        BuildOptions(
+            "arxiv-daily",
+            [DAILY],
+            f"astro-2025{suffix}-future",
+            "future",
+            start=cutoff + dt.timedelta(days=1),
+            end=end,
+            categories=cats,
+        ),
+        ws,
+    )
+    create_instance(
+        f"astro-2025{suffix}",
+        cutoff,
+        past.corpus_id,
+        future.corpus_id,
+        ws,
+        domain="astrophysics (arXiv astro-ph), exoplanet atmospheres in focus",
+    )
     return f"astro-2025{suffix}"
 
 
@@ -120,12 +140,13 @@ def copy_ws(tmp_path):
     return copy
 
 
-def frozen_copy(base: Workspace, dest: Path, generator: str, n: int, seed: int,
-                instance: str = "astro-2025-ep") -> tuple[Workspace, Path, Path]:
+def frozen_copy(
+    base: Workspace, dest: Path, generator: str, n: int, seed: int, instance: str = "astro-2025-ep"
+) -> tuple[Workspace, Path, Path]:
     """A copy of workspace ``base`` at ``dest`` with one real submission (``generator``, n, seed) frozen in it:
     (workspace, frozen set folder, submission folder)."""
-    from backtest.freeze import freeze_once
     from backtest.generators import run_generator
+    from backtest.submit.freeze import freeze_once
 
     ws = Workspace(dest)
     shutil.copytree(base.root, ws.root)
@@ -142,12 +163,38 @@ def build_space(ws: Workspace) -> str:
     """Build the space-2016 instance (physics.space-ph/ao-ph/geo-ph/plasm-ph, cutoff 2016-12-31) into ``ws``."""
     inputs = [ARCHIVE / f"physics.{c}.tsv.xz" for c in ("space-ph", "ao-ph", "geo-ph")]
     cats = ["physics.space-ph", "physics.ao-ph", "physics.geo-ph", "physics.plasm-ph"]
-    past = build_from_repo(BuildOptions("arxiv-archive", inputs, "space-2016-past", "past", start=dt.date(2010, 1, 1),
-                                        end=dt.date(2016, 12, 31), categories=cats), ws)
-    future = build_from_repo(BuildOptions("arxiv-archive", inputs, "space-2016-future", "future", start=dt.date(2017, 1, 1),
-                                          end=dt.date(2019, 12, 31), categories=cats), ws)
-    create_instance("space-2016", dt.date(2016, 12, 31), past.corpus_id, future.corpus_id, ws,
-                    domain="space, atmospheric, geo- and plasma physics (arXiv physics.space-ph, ao-ph, geo-ph, plasm-ph)")
+    past = build_from_repo(
+        BuildOptions(
+            "arxiv-archive",
+            inputs,
+            "space-2016-past",
+            "past",
+            start=dt.date(2010, 1, 1),
+            end=dt.date(2016, 12, 31),
+            categories=cats,
+        ),
+        ws,
+    )
+    future = build_from_repo(
+        BuildOptions(
+            "arxiv-archive",
+            inputs,
+            "space-2016-future",
+            "future",
+            start=dt.date(2017, 1, 1),
+            end=dt.date(2019, 12, 31),
+            categories=cats,
+        ),
+        ws,
+    )
+    create_instance(
+        "space-2016",
+        dt.date(2016, 12, 31),
+        past.corpus_id,
+        future.corpus_id,
+        ws,
+        domain="space, atmospheric, geo- and plasma physics (arXiv physics.space-ph, ao-ph, geo-ph, plasm-ph)",
+    )
     return "space-2016"
 
 

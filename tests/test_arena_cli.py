@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from backtest.fileio import read_json
+from backtest.core.fileio import read_json
 
 from .conftest import SQB
 
@@ -16,8 +16,16 @@ SETS = ["citation_leader_L1", "direct_llm_L1", "random_claim_L1", "review_future
 
 @needs_sqb
 def test_arena_end_to_end_offline_judge(cli, tmp_path):
-    args = ["arena", *[SQB / "submissions" / s for s in SETS], "--bootstrap", "500", "--seed", "3",
-            "--out", tmp_path / "run"]
+    args = [
+        "arena",
+        *[SQB / "submissions" / s for s in SETS],
+        "--bootstrap",
+        "500",
+        "--seed",
+        "3",
+        "--out",
+        tmp_path / "run",
+    ]
     code, out, err = cli(args, root=tmp_path)
     assert code == 0, err
     assert "| rank | system | rating | 95% interval | win rate |" in out
@@ -46,8 +54,25 @@ def test_arena_user_contexts_position_bias_folds_to_ties(cli, tmp_path):
     path = tmp_path / "ctx.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     for fold in ("average", "strict"):
-        code, out, err = cli(["arena", "--contexts", path, "--judge", "position-a", "--fold", fold,
-                              "--bootstrap", "200", "--rubric", "none", "--out", tmp_path / fold, "--json"], root=tmp_path)
+        code, out, err = cli(
+            [
+                "arena",
+                "--contexts",
+                path,
+                "--judge",
+                "position-a",
+                "--fold",
+                fold,
+                "--bootstrap",
+                "200",
+                "--rubric",
+                "none",
+                "--out",
+                tmp_path / fold,
+                "--json",
+            ],
+            root=tmp_path,
+        )
         assert code == 0, err
         data = json.loads(out)
         assert set(data["btd"]["ratings"].values()) == {1500.0}
@@ -85,12 +110,26 @@ def test_arena_on_generated_sets_with_past_evidence(cli, astro_ep_ws, tmp_path):
     dirs = []
     for name in wanted:
         out = tmp_path / "subs" / name
-        code, _, err = cli(["generate", name, "--instance", "astro-2025-ep", "--n", "40", "--out", out], root=astro_ep_ws.root)
+        code, _, err = cli(
+            ["generate", name, "--instance", "astro-2025-ep", "--n", "40", "--out", out], root=astro_ep_ws.root
+        )
         assert code == 0, err
         dirs.append(out)
-    code, out, err = cli(["arena", *dirs, "--instance", "astro-2025-ep", "--bootstrap", "1000", "--threshold", "0.1",
-                          "--out", tmp_path / "run"],
-                         root=astro_ep_ws.root)
+    code, out, err = cli(
+        [
+            "arena",
+            *dirs,
+            "--instance",
+            "astro-2025-ep",
+            "--bootstrap",
+            "1000",
+            "--threshold",
+            "0.1",
+            "--out",
+            tmp_path / "run",
+        ],
+        root=astro_ep_ws.root,
+    )
     assert code == 0, err
     data = read_json(tmp_path / "run" / "arena.json")
     assert data["n_contexts"] >= 3 and len(data["leaderboard"]) == len(wanted)

@@ -34,14 +34,22 @@ class Handler(BaseHTTPRequestHandler):
         if fmt["name"] == "pairwise_verdict":
             a = user.split("Output A:\n", 1)[1].split("\n\nOutput B:", 1)[0]
             b = user.split("Output B:\n", 1)[1]
-            verdict = "A>B" if "strong" in a and "strong" not in b else "B>A" if "strong" in b and "strong" not in a else "A=B"
+            verdict = (
+                "A>B"
+                if "strong" in a and "strong" not in b
+                else "B>A"
+                if "strong" in b and "strong" not in a
+                else "A=B"
+            )
             answer = {"rationale": "stub", "verdict": verdict}
         elif fmt["name"] == "output_scores":
             answer = {"grounding": 4, "insight": 3, "justification": 2}
         else:
             answer = {"breadth": 5, "distinctness": 4, "utility": 3}
-        payload = {"choices": [{"message": {"content": json.dumps(answer)}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        payload = {
+            "choices": [{"message": {"content": json.dumps(answer)}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
         data = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -59,8 +67,10 @@ def stub_config(tmp_path, monkeypatch):
     monkeypatch.setenv("BACKTEST_HOME", str(tmp_path))
     config = tmp_path / "judges" / "stub.toml"
     config.parent.mkdir()
-    config.write_text(f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_port}"\nmodel = "stub"\n'
-                      f'max_retries = 0\ncache = "{tmp_path / "cache.sqlite"}"\n')
+    config.write_text(
+        f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_port}"\nmodel = "stub"\n'
+        f'max_retries = 0\ncache = "{tmp_path / "cache.sqlite"}"\n'
+    )
     yield config
     server.shutdown()
     server.server_close()
@@ -68,9 +78,14 @@ def stub_config(tmp_path, monkeypatch):
 
 def contexts():
     names = {"s1": "a strong question {k}?", "s2": "a weak question {k}?", "s3": "another weak question {k}?"}
-    return [ArenaContext(context_id=f"c{k}", text=f"Past literature {k}",
-                         outputs={s: ArenaOutput(system=s, output=t.format(k=k)) for s, t in names.items()})
-            for k in range(6)]
+    return [
+        ArenaContext(
+            context_id=f"c{k}",
+            text=f"Past literature {k}",
+            outputs={s: ArenaOutput(system=s, output=t.format(k=k)) for s, t in names.items()},
+        )
+        for k in range(6)
+    ]
 
 
 def test_llm_pairwise_judge_both_orders_and_cache(stub_config, tmp_path):
@@ -78,7 +93,9 @@ def test_llm_pairwise_judge_both_orders_and_cache(stub_config, tmp_path):
     assert judge.info()["model"] == "stub" and judge.info()["prompt_sha256"]
     cases = judge_contexts(contexts(), judge)
     assert len(cases) == 18 and len(Handler.calls) == 36
-    assert all(call["temperature"] == 0.0 and call["response_format"]["type"] == "json_schema" for call in Handler.calls)
+    assert all(
+        call["temperature"] == 0.0 and call["response_format"]["type"] == "json_schema" for call in Handler.calls
+    )
     by_pair = {(c.system_a, c.system_b): c for c in cases if c.context_id == "c0"}
     assert by_pair[("s1", "s2")].share == 0.75 and by_pair[("s1", "s2")].consistent
     assert by_pair[("s2", "s3")].share == 0.5
@@ -102,24 +119,41 @@ def test_llm_rubric(stub_config):
 @pytest.mark.llm
 def test_arena_and_llm_rule_with_the_real_local_server(llm_server, cli, tmp_path, monkeypatch):
     """Plumbing against llama.cpp + Gemma 3 270M: the verdicts' quality does not matter, their form does."""
-    from backtest.equivalence import get_rule
+    import backtest.text.equivalence_llm  # noqa: F401
+    from backtest.text.equivalence import get_rule
 
     from .llm_server import LLM_MODEL
-
-    import backtest.equivalence_llm  # noqa: F401
 
     monkeypatch.setenv("BACKTEST_HOME", str(tmp_path))
     config = tmp_path / "local.toml"
     config.write_text(f'kind = "llm"\nbase_url = "{llm_server}"\nmodel = "{LLM_MODEL}"\nmax_tokens = 120\n')
     rows = []
     for k in range(2):
-        for system, text in (("x", f"Does WASP-{k + 10} b have water vapour?"), ("y", f"Why are hot Jupiters inflated {k}?"),
-                             ("z", f"What limits transit timing precision {k}?")):
+        for system, text in (
+            ("x", f"Does WASP-{k + 10} b have water vapour?"),
+            ("y", f"Why are hot Jupiters inflated {k}?"),
+            ("z", f"What limits transit timing precision {k}?"),
+        ):
             rows.append({"context": f"Exoplanet atmospheres, case {k}", "system": system, "output": text})
     path = tmp_path / "ctx.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    code, out, err = cli(["arena", "--contexts", path, "--judge", config, "--bootstrap", "200", "--rubric", "none",
-                          "--out", tmp_path / "run", "--json"], root=tmp_path)
+    code, out, err = cli(
+        [
+            "arena",
+            "--contexts",
+            path,
+            "--judge",
+            config,
+            "--bootstrap",
+            "200",
+            "--rubric",
+            "none",
+            "--out",
+            tmp_path / "run",
+            "--json",
+        ],
+        root=tmp_path,
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["n_cases"] == 6 and data["n_judgments"] == 12 and data["judge"]["model"] == LLM_MODEL

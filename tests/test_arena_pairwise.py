@@ -17,7 +17,7 @@ from backtest.arena.pairwise import (
     normalise_verdict,
 )
 from backtest.arena.run import run_arena
-from backtest.errors import BadInput
+from backtest.core.errors import BadInput
 
 SYSTEMS = ["alpha", "beta", "gamma", "delta"]
 QUALITY = {"alpha": 4, "beta": 3, "gamma": 2, "delta": 1}
@@ -25,9 +25,14 @@ QUALITY = {"alpha": 4, "beta": 3, "gamma": 2, "delta": 1}
 
 def contexts(n=30):
     """Synthetic contexts: every system answers every context; output text carries its quality."""
-    return [ArenaContext(context_id=f"c{k:03d}", text=f"context {k}",
-                         outputs={s: ArenaOutput(system=s, output=f"{s} quality {QUALITY[s]} item {k}") for s in SYSTEMS})
-            for k in range(n)]
+    return [
+        ArenaContext(
+            context_id=f"c{k:03d}",
+            text=f"context {k}",
+            outputs={s: ArenaOutput(system=s, output=f"{s} quality {QUALITY[s]} item {k}") for s in SYSTEMS},
+        )
+        for k in range(n)
+    ]
 
 
 class QualityJudge:
@@ -49,7 +54,11 @@ class QualityJudge:
 
 
 def test_verdicts_and_case_folding():
-    assert normalise_verdict("A≫B") == "A>>B" and normalise_verdict("A ≈ B") == "A=B" and normalise_verdict("B≫A") == "B>>A"
+    assert (
+        normalise_verdict("A≫B") == "A>>B"
+        and normalise_verdict("A ≈ B") == "A=B"
+        and normalise_verdict("B≫A") == "B>>A"
+    )
     with pytest.raises(BadInput):
         normalise_verdict("A>>>B")
     # alpha shown first wins strongly; shown second it still wins (B>A from the judge's view): consistent
@@ -123,9 +132,15 @@ def test_strict_fold_sets_aside_order_sensitive_cases():
 def test_bootstrap_is_reproducible_and_reports_recovery():
     rng = np.random.default_rng(0)
     systems = ["a", "b", "c"]
-    rows = [(x, y, float(rng.choice([1.0, 0.75, 0.5, 0.25, 0.0], p=p)))
-            for x, y, p in [("a", "b", [0.3, 0.3, 0.2, 0.1, 0.1]), ("b", "c", [0.3, 0.3, 0.2, 0.1, 0.1]),
-                            ("a", "c", [0.5, 0.3, 0.1, 0.05, 0.05])] for _ in range(40)]
+    rows = [
+        (x, y, float(rng.choice([1.0, 0.75, 0.5, 0.25, 0.0], p=p)))
+        for x, y, p in [
+            ("a", "b", [0.3, 0.3, 0.2, 0.1, 0.1]),
+            ("b", "c", [0.3, 0.3, 0.2, 0.1, 0.1]),
+            ("a", "c", [0.5, 0.3, 0.1, 0.05, 0.05]),
+        ]
+        for _ in range(40)
+    ]
     point = fit_btd(table_from_outcomes(systems, rows))
     clusters = [f"ctx{k % 40}" for k in range(len(rows))]
     one = bootstrap_btd(systems, rows, point, n_boot=1000, seed=7).to_dict()
@@ -145,9 +160,11 @@ def test_bootstrap_is_reproducible_and_reports_recovery():
 
 def test_user_contexts_jsonl(tmp_path):
     path = tmp_path / "ctx.jsonl"
-    path.write_text('{"context": "Q1 text", "system": "x", "output": "answer one"}\n'
-                    '{"context": "Q1 text", "system": "y", "output": "answer two"}\n'
-                    '{"context": {"id": "k2", "text": "Q2"}, "system": "x", "output": "three"}\n')
+    path.write_text(
+        '{"context": "Q1 text", "system": "x", "output": "answer one"}\n'
+        '{"context": "Q1 text", "system": "y", "output": "answer two"}\n'
+        '{"context": {"id": "k2", "text": "Q2"}, "system": "x", "output": "three"}\n'
+    )
     ctx = load_user_contexts(path)
     assert [len(c.outputs) for c in ctx] == [2, 1] and ctx[1].context_id == "k2"
     bad = tmp_path / "bad.jsonl"
@@ -157,10 +174,19 @@ def test_user_contexts_jsonl(tmp_path):
 
 
 def _q(system, k, text, evidence, cutoff="2025-10-31"):
-    from backtest.records import Question
+    from backtest.core.records import Question
 
-    return Question(question_id=f"{system}_{k}", question=text, domain="astro", cutoff_date=cutoff,
-                    generated_at=cutoff, generation_system=system, source_evidence_ids=evidence, rank=k, frozen=True)
+    return Question(
+        question_id=f"{system}_{k}",
+        question=text,
+        domain="astro",
+        cutoff_date=cutoff,
+        generated_at=cutoff,
+        generation_system=system,
+        source_evidence_ids=evidence,
+        rank=k,
+        frozen=True,
+    )
 
 
 class FakePast:
@@ -178,15 +204,23 @@ class FakePast:
 def test_neighbourhood_contexts_from_evidence():
     from backtest.arena.contexts import neighbourhood_contexts
 
-    past = FakePast({
-        "p1": ("Water in WASP-121 b", "JWST transmission spectrum of the ultra-hot Jupiter WASP-121 b shows water."),
-        "p2": ("WASP-121 b revisited", "A second JWST transmission spectrum of the ultra-hot Jupiter WASP-121 b."),
-        "p3": ("Galaxy quenching", "Star formation quenching in massive galaxies at cosmic noon."),
-        "p4": ("Pulsar timing", "Nanohertz gravitational waves from pulsar timing arrays."),
-    })
+    past = FakePast(
+        {
+            "p1": (
+                "Water in WASP-121 b",
+                "JWST transmission spectrum of the ultra-hot Jupiter WASP-121 b shows water.",
+            ),
+            "p2": ("WASP-121 b revisited", "A second JWST transmission spectrum of the ultra-hot Jupiter WASP-121 b."),
+            "p3": ("Galaxy quenching", "Star formation quenching in massive galaxies at cosmic noon."),
+            "p4": ("Pulsar timing", "Nanohertz gravitational waves from pulsar timing arrays."),
+        }
+    )
     sets = {
         "x": [_q("x", 1, "Is water real in WASP-121 b?", ["p1"]), _q("x", 2, "What quenches galaxies?", ["p3"])],
-        "y": [_q("y", 1, "Does the WASP-121 b spectrum hold?", ["p2"]), _q("y", 2, "Why do galaxies quench early?", ["p3"])],
+        "y": [
+            _q("y", 1, "Does the WASP-121 b spectrum hold?", ["p2"]),
+            _q("y", 2, "Why do galaxies quench early?", ["p3"]),
+        ],
         "z": [_q("z", 1, "Are pulsar timing signals astrophysical?", ["p4"])],
     }
     contexts = neighbourhood_contexts(sets, past, threshold=0.3)

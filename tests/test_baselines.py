@@ -11,8 +11,21 @@ from __future__ import annotations
 import json
 
 INSTANCE = "astro-2025-ep"
-ARGS = ["baselines", "--instance", INSTANCE, "--n", "20", "--bootstrap", "200",
-        "--generator", "random_claims", "--generator", "direct_llm", "--generator", "evidence_graph"]
+ARGS = [
+    "baselines",
+    "--instance",
+    INSTANCE,
+    "--n",
+    "20",
+    "--bootstrap",
+    "200",
+    "--generator",
+    "random_claims",
+    "--generator",
+    "direct_llm",
+    "--generator",
+    "evidence_graph",
+]
 
 
 def test_baselines_end_to_end_and_rerun(astro_ep_ws, copy_ws, cli, monkeypatch):
@@ -68,8 +81,22 @@ def test_llm_options_reach_only_the_llm_generator(astro_ep_ws, copy_ws, cli):
     """An endpoint given for direct_llm is not written into the other systems' metadata (the freeze gate would
     refuse a set whose metadata names a model that llm_components does not declare)."""
     ws = copy_ws(astro_ep_ws)
-    code, out, err = cli(["baselines", "--instance", INSTANCE, "--n", "5", "--generator", "random_claims",
-                          "--llm-base-url", "http://127.0.0.1:9", "--llm-model", "gemma-3-270m"], root=ws.root)
+    code, out, err = cli(
+        [
+            "baselines",
+            "--instance",
+            INSTANCE,
+            "--n",
+            "5",
+            "--generator",
+            "random_claims",
+            "--llm-base-url",
+            "http://127.0.0.1:9",
+            "--llm-model",
+            "gemma-3-270m",
+        ],
+        root=ws.root,
+    )
     assert code == 0, err
     assert "fewer than two systems scored" in out
     metadata = json.loads((ws.root / "submissions" / INSTANCE / "random_claims" / "metadata.json").read_text())

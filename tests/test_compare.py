@@ -5,9 +5,9 @@ import shutil
 
 import pytest
 
-from backtest.compare import compare_runs
-from backtest.errors import CheckFailed
-from backtest.fileio import read_json, write_json
+from backtest.analysis.compare import compare_runs
+from backtest.core.errors import CheckFailed
+from backtest.core.fileio import read_json, write_json
 
 from .conftest import SQB
 from .sqb_common import RUNS, imported_release, needs_sqb

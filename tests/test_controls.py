@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from backtest.controls import agreement_of, control_mismatch, control_rerun, derangement, engagement
-from backtest.errors import BadInput
-from backtest.fileio import write_json, write_jsonl
-from backtest.freeze import freeze_submission, load_frozen
-from backtest.instance import load_instance
+from backtest.core.errors import BadInput
+from backtest.core.fileio import write_json, write_jsonl
+from backtest.core.records import EvidenceItem, JudgeInfo, Judgment
+from backtest.core.workspace import Workspace
+from backtest.corpus.instance import load_instance
 from backtest.judge import get_judge, register_judge
-from backtest.judge.offline import specific_terms
-from backtest.leakage import check_run
-from backtest.records import EvidenceItem, Judgment, JudgeInfo
 from backtest.retrieve import retrieve_frozen
-from backtest.workspace import Workspace
+from backtest.submit.freeze import freeze_submission, load_frozen
+from backtest.text.terms import specific_terms
+from backtest.validity.controls import agreement_of, control_mismatch, control_rerun, derangement, engagement
+from backtest.validity.leakage import check_run
 
 from .test_freeze_helpers import metadata, past_records, question_rows, snapshot, write_submission
 
@@ -53,16 +53,22 @@ class SharedTermsJudge:
     def judge(self, question, documents) -> Judgment:
         terms = specific_terms(question.question)
         cited = [d for d in documents if len(terms & specific_terms(f"{d.title} {d.abstract}")) >= 2][:3]
-        return Judgment(question_id=question.question_id, outcome="partially_addressed" if cited else "not_addressed",
-                        premise_status="still_plausible", evidence=[EvidenceItem(id=d.id) for d in cited],
-                        supporting_ids=[d.id for d in cited], judge=self.info())
+        return Judgment(
+            question_id=question.question_id,
+            outcome="partially_addressed" if cited else "not_addressed",
+            premise_status="still_plausible",
+            evidence=[EvidenceItem(id=d.id) for d in cited],
+            supporting_ids=[d.id for d in cited],
+            judge=self.info(),
+        )
 
 
 register_judge(SharedTermsJudge.name)(lambda config, path, ws: SharedTermsJudge())
 
 
-def build_run(ws: Workspace, sub_dir: Path, instance: str, n: int, judge_spec: str, seed: int = 5,
-              system: str = "hand_ctl") -> Path:
+def build_run(
+    ws: Workspace, sub_dir: Path, instance: str, n: int, judge_spec: str, seed: int = 5, system: str = "hand_ctl"
+) -> Path:
     """Freeze ``n`` hand-made questions from real past records, retrieve with BM25, judge, write RUN.json."""
     rows = question_rows(past_records(ws, instance, n=n, seed=seed), system=system)
     write_submission(sub_dir, rows, metadata(len(rows), system=system))
@@ -73,13 +79,23 @@ def build_run(ws: Workspace, sub_dir: Path, instance: str, n: int, judge_spec: s
     judge = get_judge(judge_spec, ws)
     judgments = [judge.judge(q, r.documents) for q, r in zip(bundle.questions, retrievals)]
     write_jsonl(run_dir / "judgments.jsonl", [j.model_dump(mode="json") for j in judgments])
-    write_json(run_dir / "RUN.json", {
-        "schema_version": "1", "run_id": run_dir.name, "instance_id": instance,
-        "instance_seal": load_instance(instance, ws).seal, "system": system,
-        "frozen_path": frozen.relative_to(ws.root).as_posix(), "frozen_seal": bundle.frozen.seal,
-        "retriever": retrievals[0].retriever, "judge": judge.info().model_dump(mode="json"),
-        "judge_settings": judge.settings(), "valid": True, "leakage": [],
-    })
+    write_json(
+        run_dir / "RUN.json",
+        {
+            "schema_version": "1",
+            "run_id": run_dir.name,
+            "instance_id": instance,
+            "instance_seal": load_instance(instance, ws).seal,
+            "system": system,
+            "frozen_path": frozen.relative_to(ws.root).as_posix(),
+            "frozen_seal": bundle.frozen.seal,
+            "retriever": retrievals[0].retriever,
+            "judge": judge.info().model_dump(mode="json"),
+            "judge_settings": judge.settings(),
+            "valid": True,
+            "leakage": [],
+        },
+    )
     return run_dir
 
 
@@ -112,15 +128,28 @@ def test_derangement_is_seeded_and_has_no_fixed_point():
 
 
 def _judgment(qid: str, outcome: str, premise: str = "still_plausible") -> Judgment:
-    return Judgment(question_id=qid, outcome=outcome, premise_status=premise, judge=JudgeInfo(name="t"),
-                    evidence=[{"id": "x"}] if outcome != "not_addressed" else [])
+    return Judgment(
+        question_id=qid,
+        outcome=outcome,
+        premise_status=premise,
+        judge=JudgeInfo(name="t"),
+        evidence=[{"id": "x"}] if outcome != "not_addressed" else [],
+    )
 
 
 def test_engagement_and_agreement_arithmetic():
-    a = [_judgment("q1", "answered"), _judgment("q2", "not_addressed"), _judgment("q3", "posed_but_open", "refuted"),
-         _judgment("q4", "partially_addressed")]
-    b = [_judgment("q1", "answered"), _judgment("q2", "answered"), _judgment("q3", "posed_but_open"),
-         _judgment("q4", "not_addressed")]
+    a = [
+        _judgment("q1", "answered"),
+        _judgment("q2", "not_addressed"),
+        _judgment("q3", "posed_but_open", "refuted"),
+        _judgment("q4", "partially_addressed"),
+    ]
+    b = [
+        _judgment("q1", "answered"),
+        _judgment("q2", "answered"),
+        _judgment("q3", "posed_but_open"),
+        _judgment("q4", "not_addressed"),
+    ]
     rate = engagement(a)
     assert (rate["k"], rate["n"], rate["rate"]) == (3, 4, 0.75)
     agree = agreement_of(a, b)
@@ -149,7 +178,9 @@ def test_mismatch_control_writes_its_own_run(term_run, cli):
     originals = [json.loads(line) for line in (run_dir / "judgments.jsonl").read_text().splitlines()]
     assert result["true"]["k"] == sum(j["outcome"] != "not_addressed" for j in originals)
     # the control's retrieval.jsonl is exactly what the judge was shown: another question's documents
-    shown = {json.loads(l)["question_id"]: json.loads(l) for l in (run_dir / "retrieval.jsonl").read_text().splitlines()}
+    shown = {
+        json.loads(l)["question_id"]: json.loads(l) for l in (run_dir / "retrieval.jsonl").read_text().splitlines()
+    }
     ctl = [json.loads(l) for l in (out / "retrieval.jsonl").read_text().splitlines()]
     for row, pair in zip(ctl, pairing):
         assert row["question_id"] == pair["question_id"] and row["shown_from"] == pair["shown_from"]
@@ -213,13 +244,16 @@ def test_prompt_control_swaps_only_the_prompt_of_the_llm_judge(term_run, cli):
     ws.judges.mkdir(exist_ok=True)
     (ws.judges / "closed-llm.toml").write_text(
         'kind = "llm"\nname = "closed-llm"\nbase_url = "http://127.0.0.1:9"\nmodel = "none"\napi_key_env = ""\n'
-        f'max_retries = 0\ntimeout_s = 5\nprompt = "{(repo / "judges/prompts/outcome-premise-v1.md").as_posix()}"\n')
-    run_dir = build_run(ws, ws.root.parent / "submission-llm", INSTANCE, n=3, judge_spec="closed-llm", system="hand_llmctl_x")
+        f'max_retries = 0\ntimeout_s = 5\nprompt = "{(repo / "judges/prompts/outcome-premise-v1.md").as_posix()}"\n'
+    )
+    run_dir = build_run(
+        ws, ws.root.parent / "submission-llm", INSTANCE, n=3, judge_spec="closed-llm", system="hand_llmctl_x"
+    )
     reworded = repo / "judges" / "prompts" / "outcome-premise-reworded-v1.md"
     code, text, err = cli(["control", "prompt", str(run_dir), "--prompt", str(reworded), "--json"], root=ws.root)
     assert code == 0, err
     result = json.loads(text)
-    from backtest.seal import sha256_file
+    from backtest.core.seal import sha256_file
 
     assert result["prompt_sha256"] == sha256_file(reworded) != result["original_prompt_sha256"]
     out = Path(result["out"])
@@ -228,8 +262,10 @@ def test_prompt_control_swaps_only_the_prompt_of_the_llm_judge(term_run, cli):
     assert len(relabelled) == 3 and {j["judge"]["prompt_sha256"] for j in relabelled} == {sha256_file(reworded)}
     assert {j["judge"]["name"] for j in relabelled} == {"closed-llm+outcome-premise-reworded-v1"}
     assert result["agreement"]["n"] == 3
-    code, _, err = cli(["control", "prompt", str(run_dir), "--prompt", str(repo / "judges/prompts/outcome-premise-v1.md")],
-                       root=ws.root)
+    code, _, err = cli(
+        ["control", "prompt", str(run_dir), "--prompt", str(repo / "judges/prompts/outcome-premise-v1.md")],
+        root=ws.root,
+    )
     assert code == 2 and "the prompt the run was judged with" in err
 
 
@@ -252,15 +288,27 @@ def test_offline_judge_separates_true_from_mismatched_evidence(astro_ep_ws, tmp_
     retrievals = retrieve_frozen(frozen, ws, out_path=run_dir, method="bm25")
     bundle = load_frozen(frozen)
     judge = get_judge("offline-cues-v1", ws)
-    write_jsonl(run_dir / "judgments.jsonl",
-                [judge.judge(q, r.documents).model_dump(mode="json") for q, r in zip(bundle.questions, retrievals)])
-    write_json(run_dir / "RUN.json", {
-        "schema_version": "1", "run_id": run_dir.name, "instance_id": INSTANCE,
-        "instance_seal": load_instance(INSTANCE, ws).seal, "system": "random_claims",
-        "frozen_path": frozen.relative_to(ws.root).as_posix(), "frozen_seal": bundle.frozen.seal,
-        "retriever": retrievals[0].retriever, "judge": judge.info().model_dump(mode="json"),
-        "judge_settings": judge.settings(), "valid": True, "leakage": [],
-    })
+    write_jsonl(
+        run_dir / "judgments.jsonl",
+        [judge.judge(q, r.documents).model_dump(mode="json") for q, r in zip(bundle.questions, retrievals)],
+    )
+    write_json(
+        run_dir / "RUN.json",
+        {
+            "schema_version": "1",
+            "run_id": run_dir.name,
+            "instance_id": INSTANCE,
+            "instance_seal": load_instance(INSTANCE, ws).seal,
+            "system": "random_claims",
+            "frozen_path": frozen.relative_to(ws.root).as_posix(),
+            "frozen_seal": bundle.frozen.seal,
+            "retriever": retrievals[0].retriever,
+            "judge": judge.info().model_dump(mode="json"),
+            "judge_settings": judge.settings(),
+            "valid": True,
+            "leakage": [],
+        },
+    )
     result = control_mismatch(run_dir, ws, seed=0)
     print(json.dumps({k: result[k] for k in ("true", "mismatched", "fisher")}))
     assert result["n"] == 24 and result["true_judgments"] == "original run"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from backtest.corpus.build import BuildOptions, build_corpus, verify_corpus, load_manifest
+from backtest.core.errors import CheckFailed
+from backtest.core.workspace import Workspace
+from backtest.corpus.build import BuildOptions, build_corpus, load_manifest, verify_corpus
 from backtest.corpus.store import CorpusStore, PastCorpus
-from backtest.errors import CheckFailed
-from backtest.workspace import Workspace
 
 from .conftest import ARCHIVE, DAILY, REPO, SHARED, needs_shared
 
@@ -30,8 +30,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # The committed manifests record their inputs relative to the repository root
 # (`../shared/corpora/...`); they can only be compared when ../shared is there.
 SHARED_BESIDE = SHARED.resolve() == (REPO.parent / "shared").resolve()
-needs_default_shared = pytest.mark.skipif(not SHARED_BESIDE or not DAILY.is_dir(),
-                                          reason="committed manifests name ../shared/corpora; it is not beside the repo")
+needs_default_shared = pytest.mark.skipif(
+    not SHARED_BESIDE or not DAILY.is_dir(),
+    reason="committed manifests name ../shared/corpora; it is not beside the repo",
+)
 
 
 def _daily_opts(corpus_id: str, role: str, **kw) -> BuildOptions:
@@ -118,8 +120,19 @@ def test_verify_names_missing_and_extra_ids_and_a_bad_seal(astro_ws, copy_ws, cl
 
 def _jsonl_records(path: Path, rows: list[tuple[str, str]], title="t") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"id": i, "title": f"{title} {i}", "abstract": f"abstract of {i}", "published": d,
-                         "source": "test", "categories": ["astro-ph.EP"]}) for i, d in rows]
+    lines = [
+        json.dumps(
+            {
+                "id": i,
+                "title": f"{title} {i}",
+                "abstract": f"abstract of {i}",
+                "published": d,
+                "source": "test",
+                "categories": ["astro-ph.EP"],
+            }
+        )
+        for i, d in rows
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -139,8 +152,10 @@ def test_reproduce_refuses_a_changed_rebuild_and_installs_nothing(tmp_path, cli)
     assert ws.manifest_path("small").read_bytes() == manifest
     assert (ws.corpus_dir("small") / "records.jsonl").read_bytes() == records
     assert sorted(p.name for p in ws.corpora.iterdir()) == ["small"]  # no staging folder left
-    code, _, err = cli(["corpus", "build", "--source", "jsonl", "--input", src, "--id", "new", "--role", "past",
-                        "--reproduce"], root=ws.root)
+    code, _, err = cli(
+        ["corpus", "build", "--source", "jsonl", "--input", src, "--id", "new", "--role", "past", "--reproduce"],
+        root=ws.root,
+    )
     assert code == 2 and "no committed manifest" in err
 
 
@@ -149,11 +164,19 @@ def test_arxiv_daily_relisting_rule(tmp_path):
     folder = tmp_path / "daily"
     folder.mkdir()
     days = {
-        "2025-10-30": [{"id": "2510.00001", "title": "First", "summary": "first listing", "categories": ["astro-ph.EP"]}],
+        "2025-10-30": [
+            {"id": "2510.00001", "title": "First", "summary": "first listing", "categories": ["astro-ph.EP"]}
+        ],
         "2025-11-03": [
             {"id": "2510.00001", "title": "First (v2)", "summary": "re-listed", "categories": ["astro-ph.EP"]},
             {"id": "2301.00007", "title": "Old", "summary": "an old paper revised", "categories": ["astro-ph.SR"]},
-            {"id": "2511.00002", "title": "New", "summary": "a new paper", "categories": ["astro-ph.GA"], "authors": ["A. B"]},
+            {
+                "id": "2511.00002",
+                "title": "New",
+                "summary": "a new paper",
+                "categories": ["astro-ph.GA"],
+                "authors": ["A. B"],
+            },
         ],
     }
     for day, rows in days.items():
@@ -171,19 +194,35 @@ def test_arxiv_daily_relisting_rule(tmp_path):
     assert "first listing" in future.rules["date"] and "id month" in future.rules["id_month"]
 
 
-@pytest.mark.parametrize("written, expected", [
-    # real ids of the astro-ph daily listings (from 2026-04-25 on they carry a version)
-    ("2604.21892v1", "2604.21892"), ("2602.01548v2", "2602.01548"), ("2508.19770v3", "2508.19770"),
-    ("astro-ph/9605168v1", "astro-ph/9605168"), ("astro-ph/9903433v3", "astro-ph/9903433"),
-    # more digits, other old-style archives, 4-digit new-style numbers, a kept arXiv: prefix
-    ("2512.07042v10", "2512.07042"), ("astro-ph/0601001v2", "astro-ph/0601001"), ("math.GT/0309136v1", "math.GT/0309136"),
-    ("0704.0001v3", "0704.0001"), ("arXiv:2604.21892v2", "arXiv:2604.21892"),
-    # no version, or not an arXiv id with one: unchanged
-    ("2604.21892", "2604.21892"), ("astro-ph/9605168", "astro-ph/9605168"), ("1234567", "1234567"),
-    ("12345v2", "12345v2"), ("2604.21892v0", "2604.21892v0"), ("2604.21892v", "2604.21892v"),
-    ("2604.21892v1v2", "2604.21892v1v2"), ("2604.21892V1", "2604.21892V1"), ("W2741809807v2", "W2741809807v2"),
-    ("2025ApJ...990L...1v", "2025ApJ...990L...1v"), ("v1", "v1"),
-])
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        # real ids of the astro-ph daily listings (from 2026-04-25 on they carry a version)
+        ("2604.21892v1", "2604.21892"),
+        ("2602.01548v2", "2602.01548"),
+        ("2508.19770v3", "2508.19770"),
+        ("astro-ph/9605168v1", "astro-ph/9605168"),
+        ("astro-ph/9903433v3", "astro-ph/9903433"),
+        # more digits, other old-style archives, 4-digit new-style numbers, a kept arXiv: prefix
+        ("2512.07042v10", "2512.07042"),
+        ("astro-ph/0601001v2", "astro-ph/0601001"),
+        ("math.GT/0309136v1", "math.GT/0309136"),
+        ("0704.0001v3", "0704.0001"),
+        ("arXiv:2604.21892v2", "arXiv:2604.21892"),
+        # no version, or not an arXiv id with one: unchanged
+        ("2604.21892", "2604.21892"),
+        ("astro-ph/9605168", "astro-ph/9605168"),
+        ("1234567", "1234567"),
+        ("12345v2", "12345v2"),
+        ("2604.21892v0", "2604.21892v0"),
+        ("2604.21892v", "2604.21892v"),
+        ("2604.21892v1v2", "2604.21892v1v2"),
+        ("2604.21892V1", "2604.21892V1"),
+        ("W2741809807v2", "W2741809807v2"),
+        ("2025ApJ...990L...1v", "2025ApJ...990L...1v"),
+        ("v1", "v1"),
+    ],
+)
 def test_strip_arxiv_version(written, expected):
     from backtest.corpus.sources import strip_arxiv_version
 
@@ -197,8 +236,15 @@ def test_arxiv_daily_versioned_ids_are_stripped_and_deduplicated(tmp_path, monke
     ws = Workspace(tmp_path / "ws")
     everything = build_corpus(BuildOptions("arxiv-daily", [folder], "all", "past"), ws)
     records = {r.id: r for r in CorpusStore(everything, ws).iter_records()}
-    assert sorted(records) == ["2508.19770", "2512.07042", "2602.01548", "2604.17536", "2604.21892", "2606.15490",
-                               "astro-ph/9605168"]
+    assert sorted(records) == [
+        "2508.19770",
+        "2512.07042",
+        "2602.01548",
+        "2604.17536",
+        "2604.21892",
+        "2606.15490",
+        "astro-ph/9605168",
+    ]
     # the first listing wins, with its own title and day, whatever version the later ones carry
     first = {}
     for path in sorted(folder.iterdir()):
@@ -206,8 +252,11 @@ def test_arxiv_daily_versioned_ids_are_stripped_and_deduplicated(tmp_path, monke
             row = json.loads(line)
             first.setdefault(re.sub(r"v\d+$", "", row["id"]), (path.name[:10], row["title"]))
     assert {i: (r.published.isoformat(), r.title) for i, r in records.items()} == {
-        i: (day, " ".join(title.split())) for i, (day, title) in first.items()}
-    assert records["2604.21892"].published == dt.date(2026, 4, 24) and records["2512.07042"].published == dt.date(2025, 12, 9)
+        i: (day, " ".join(title.split())) for i, (day, title) in first.items()
+    }
+    assert records["2604.21892"].published == dt.date(2026, 4, 24) and records["2512.07042"].published == dt.date(
+        2025, 12, 9
+    )
     c = everything.counts
     assert c["n_read"] == 14 and c["n_id_versions_stripped"] == 10 and c["n_duplicates"] == 7
     # 2604.21892v1 and 2604.17536v2 (twice each), 2602.01548v2, 2512.07042v1 meet a first listing without a
@@ -215,8 +264,13 @@ def test_arxiv_daily_versioned_ids_are_stripped_and_deduplicated(tmp_path, monke
     assert c["n_stripped_id_collisions"] == 6 and c["n_relisted_old_ids"] == 2  # 2508.19770, astro-ph/9605168
     assert "2604.21892v1" in everything.rules["id_version"]
     future = build_corpus(BuildOptions("arxiv-daily", [folder], "fut", "future", start=dt.date(2025, 12, 1)), ws)
-    assert [r.id for r in CorpusStore(future, ws).iter_records()] == ["2512.07042", "2602.01548", "2604.17536",
-                                                                      "2604.21892", "2606.15490"]
+    assert [r.id for r in CorpusStore(future, ws).iter_records()] == [
+        "2512.07042",
+        "2602.01548",
+        "2604.17536",
+        "2604.21892",
+        "2606.15490",
+    ]
     assert future.counts["n_id_month_dropped"] == 2
     # the reader process and the in-process path count the same
     monkeypatch.setenv("BACKTEST_BUILD_PIPELINE", "0")
@@ -227,14 +281,30 @@ def test_arxiv_daily_versioned_ids_are_stripped_and_deduplicated(tmp_path, monke
 def test_jsonl_versioned_ids_are_stripped(tmp_path):
     from backtest.corpus.sources import get_source
 
-    src = _jsonl_records(tmp_path / "in" / "a.jsonl", [("2604.21892", "2026-04-24"), ("2604.21892v1", "2026-04-25"),
-                                                       ("astro-ph/0601001v2", "2006-01-02"), ("W123", "2020-01-02")])
+    src = _jsonl_records(
+        tmp_path / "in" / "a.jsonl",
+        [
+            ("2604.21892", "2026-04-24"),
+            ("2604.21892v1", "2026-04-25"),
+            ("astro-ph/0601001v2", "2006-01-02"),
+            ("W123", "2020-01-02"),
+        ],
+    )
     ws = Workspace(tmp_path / "ws")
     manifest = build_corpus(BuildOptions("jsonl", [src], "j", "past"), ws)
     records = {r.id: r.published for r in CorpusStore(manifest, ws).iter_records()}
-    assert records == {"2604.21892": dt.date(2026, 4, 24), "W123": dt.date(2020, 1, 2), "astro-ph/0601001": dt.date(2006, 1, 2)}
+    assert records == {
+        "2604.21892": dt.date(2026, 4, 24),
+        "W123": dt.date(2020, 1, 2),
+        "astro-ph/0601001": dt.date(2006, 1, 2),
+    }
     assert manifest.counts["n_id_versions_stripped"] == 2 and manifest.counts["n_stripped_id_collisions"] == 1
-    assert [r.id for r in get_source("jsonl").records([src])] == ["2604.21892", "2604.21892", "astro-ph/0601001", "W123"]
+    assert [r.id for r in get_source("jsonl").records([src])] == [
+        "2604.21892",
+        "2604.21892",
+        "astro-ph/0601001",
+        "W123",
+    ]
 
 
 @needs_shared
@@ -267,9 +337,18 @@ def test_astro_2025_future_has_no_versioned_ids_and_no_duplicate_papers(astro_ws
 def test_arxiv_oai_snapshot_fixture(tmp_path):
     """The OAI snapshot format: versions (RFC 2822), space-separated categories, authors_parsed."""
     ws = Workspace(tmp_path / "ws")
-    manifest = build_corpus(BuildOptions("arxiv-oai", [FIXTURES / "arxiv-oai-snapshot.jsonl"], "oai", "past",
-                                         start=dt.date(2007, 1, 1), end=dt.date(2016, 12, 31),
-                                         categories=["physics.plasm-ph"]), ws)
+    manifest = build_corpus(
+        BuildOptions(
+            "arxiv-oai",
+            [FIXTURES / "arxiv-oai-snapshot.jsonl"],
+            "oai",
+            "past",
+            start=dt.date(2007, 1, 1),
+            end=dt.date(2016, 12, 31),
+            categories=["physics.plasm-ph"],
+        ),
+        ws,
+    )
     records = {r.id: r for r in CorpusStore(manifest, ws).iter_records()}
     assert sorted(records) == ["0704.0002", "1501.00001"]
     rec = records["1501.00001"]
@@ -284,7 +363,9 @@ def test_arxiv_oai_snapshot_fixture(tmp_path):
     assert c["n_outside_window"] == 1 and c["n_other_categories"] == 1
     assert "n_ids_repaired" not in c and "id_repair" not in manifest.rules  # only arxiv-archive repairs ids
     # no versioned id: no version counts and no rule, so the manifest is what it was before the rule existed
-    assert "n_id_versions_stripped" not in c and "n_stripped_id_collisions" not in c and "id_version" not in manifest.rules
+    assert (
+        "n_id_versions_stripped" not in c and "n_stripped_id_collisions" not in c and "id_version" not in manifest.rules
+    )
 
 
 @needs_shared
@@ -312,9 +393,13 @@ def test_space_2016_builds_and_matches_committed(tmp_path, monkeypatch):
     ws = Workspace(tmp_path / "ws")
     inputs = [Path(f"../shared/corpora/arxiv-archive-2020/physics.{c}.tsv.xz") for c in ("space-ph", "ao-ph", "geo-ph")]
     cats = ["physics.space-ph", "physics.ao-ph", "physics.geo-ph", "physics.plasm-ph"]
-    for cid, role, start, end in (("space-2016-past", "past", dt.date(2010, 1, 1), dt.date(2016, 12, 31)),
-                                  ("space-2016-future", "future", dt.date(2017, 1, 1), dt.date(2019, 12, 31))):
-        manifest = build_corpus(BuildOptions("arxiv-archive", inputs, cid, role, start=start, end=end, categories=cats), ws)
+    for cid, role, start, end in (
+        ("space-2016-past", "past", dt.date(2010, 1, 1), dt.date(2016, 12, 31)),
+        ("space-2016-future", "future", dt.date(2017, 1, 1), dt.date(2019, 12, 31)),
+    ):
+        manifest = build_corpus(
+            BuildOptions("arxiv-archive", inputs, cid, role, start=start, end=end, categories=cats), ws
+        )
         assert ws.manifest_path(cid).read_bytes() == (REPO / "manifests" / f"{cid}.json").read_bytes()
         records = list(CorpusStore(manifest, ws).iter_records())
         assert all(start <= r.published <= end for r in records)
@@ -322,29 +407,53 @@ def test_space_2016_builds_and_matches_committed(tmp_path, monkeypatch):
         assert all(set(cats) & set(r.categories) for r in records)
 
 
-@pytest.mark.parametrize("written, expected", [
-    # real arxiv_id values of arxiv-archive-2020 (physics.ao-ph, geo-ph, space-ph, cs.*), written through a float
-    ("1501.0398400000001", "1501.03984"), ("1502.0195199999998", "1502.01952"),
-    ("1503.0316599999999", "1503.03166"), ("1701.0735300000001", "1701.07353"),
-    ("704.0303", "0704.0303"), ("704.319", "0704.3190"), ("811.46", "0811.4600"), ("710.1", "0710.1000"),
-    ("1001.484", "1001.4840"), ("1002.21", "1002.2100"), ("1109.2", "1109.2000"),
-    ("1501.0337", "1501.03370"), ("1609.005", "1609.00500"), ("1703.07", "1703.07000"),
-    # correct as written, or not a bare decimal number: unchanged
-    ("1501.00219", "1501.00219"), ("1001.0484", "1001.0484"), ("0704.0303", "0704.0303"),
-    ("1412.9999", "1412.9999"), ("1501.99999", "1501.99999"), ("1501.00001", "1501.00001"),
-    ("ao-sci/9502001", "ao-sci/9502001"), ("hep-th/9901001v2", "hep-th/9901001v2"),
-    ("2604.21892v1", "2604.21892v1"), ("arXiv:1501.0337", "arXiv:1501.0337"), ("x", "x"),
-    # float noise far below the ids' spacing is rounded away; the digit count follows the yymm
-    ("1501.0398400001", "1501.03984"), ("1412.9999000000001", "1412.9999"), ("1501.1", "1501.10000"),
-    # a bare decimal number that reads back as no single id: None (kept as written and counted)
-    ("1501.03984001", None),       # 1e-8 off: more than float noise
-    ("1501.039845", None),         # half-way between two ids
-    ("1412.12345", None),          # five digits before 1501
-    ("1501.9999999999999", None),  # rounds to 100000: no 5-digit number
-    ("1501.0", None), ("1501.0000000000001", None),  # paper number 0
-    ("612.1234", None), ("0612.1234", None),  # before new-style ids (0704)
-    ("1013.1234", None), ("1000.1234", None),  # month 13, month 00
-])
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        # real arxiv_id values of arxiv-archive-2020 (physics.ao-ph, geo-ph, space-ph, cs.*), written through a float
+        ("1501.0398400000001", "1501.03984"),
+        ("1502.0195199999998", "1502.01952"),
+        ("1503.0316599999999", "1503.03166"),
+        ("1701.0735300000001", "1701.07353"),
+        ("704.0303", "0704.0303"),
+        ("704.319", "0704.3190"),
+        ("811.46", "0811.4600"),
+        ("710.1", "0710.1000"),
+        ("1001.484", "1001.4840"),
+        ("1002.21", "1002.2100"),
+        ("1109.2", "1109.2000"),
+        ("1501.0337", "1501.03370"),
+        ("1609.005", "1609.00500"),
+        ("1703.07", "1703.07000"),
+        # correct as written, or not a bare decimal number: unchanged
+        ("1501.00219", "1501.00219"),
+        ("1001.0484", "1001.0484"),
+        ("0704.0303", "0704.0303"),
+        ("1412.9999", "1412.9999"),
+        ("1501.99999", "1501.99999"),
+        ("1501.00001", "1501.00001"),
+        ("ao-sci/9502001", "ao-sci/9502001"),
+        ("hep-th/9901001v2", "hep-th/9901001v2"),
+        ("2604.21892v1", "2604.21892v1"),
+        ("arXiv:1501.0337", "arXiv:1501.0337"),
+        ("x", "x"),
+        # float noise far below the ids' spacing is rounded away; the digit count follows the yymm
+        ("1501.0398400001", "1501.03984"),
+        ("1412.9999000000001", "1412.9999"),
+        ("1501.1", "1501.10000"),
+        # a bare decimal number that reads back as no single id: None (kept as written and counted)
+        ("1501.03984001", None),  # 1e-8 off: more than float noise
+        ("1501.039845", None),  # half-way between two ids
+        ("1412.12345", None),  # five digits before 1501
+        ("1501.9999999999999", None),  # rounds to 100000: no 5-digit number
+        ("1501.0", None),
+        ("1501.0000000000001", None),  # paper number 0
+        ("612.1234", None),
+        ("0612.1234", None),  # before new-style ids (0704)
+        ("1013.1234", None),
+        ("1000.1234", None),  # month 13, month 00
+    ],
+)
 def test_repair_float_id(written, expected):
     from backtest.corpus.sources.arxiv_archive import repair_float_id
 
@@ -375,11 +484,25 @@ def test_archive_float_ids_are_repaired_counted_and_deduplicated(tmp_path):
     shutil.copy(fixture, tmp_path / "in" / fixture.name)
     write("physics.zz-ph.tsv", [("1501.0398400000001", "1501.03984"), ("1501.0398400000001", "1412.12345")])
     ws = Workspace(tmp_path / "ws")
-    manifest = build_corpus(BuildOptions("arxiv-archive", [tmp_path / "in"], "floats", "past",
-                                         start=dt.date(2007, 1, 1), end=dt.date(2016, 12, 31)), ws)
+    manifest = build_corpus(
+        BuildOptions(
+            "arxiv-archive", [tmp_path / "in"], "floats", "past", start=dt.date(2007, 1, 1), end=dt.date(2016, 12, 31)
+        ),
+        ws,
+    )
     records = {r.id: r for r in CorpusStore(manifest, ws).iter_records()}
-    assert sorted(records) == ["0704.0303", "0704.3190", "1001.0484", "1001.4840", "1109.2000", "1412.12345",
-                               "1501.00219", "1501.03370", "1501.03984", "1609.00500"]
+    assert sorted(records) == [
+        "0704.0303",
+        "0704.3190",
+        "1001.0484",
+        "1001.4840",
+        "1109.2000",
+        "1412.12345",
+        "1501.00219",
+        "1501.03370",
+        "1501.03984",
+        "1609.00500",
+    ]
     assert records["1501.03984"].published == dt.date(2015, 1, 16)  # the fixture's (repaired) row came first
     c = manifest.counts
     assert c["n_read"] == 15 and c["n_ids_repaired"] == 9 and c["n_ids_unrepairable"] == 1
@@ -387,7 +510,10 @@ def test_archive_float_ids_are_repaired_counted_and_deduplicated(tmp_path):
     assert c["n_outside_window"] == 2  # ao-sci/9502001 (1995), 1703.07000 (2017)
     # 1701.0735300000001 (created 2016-12-25) is 1701.07353: its January 2017 id month leaves a past ending 2016
     assert c["n_id_month_dropped"] == 1
-    assert "1501.0398400000001" in manifest.rules["id_repair"] and "n_repaired_id_collisions" in manifest.rules["id_repair"]
+    assert (
+        "1501.0398400000001" in manifest.rules["id_repair"]
+        and "n_repaired_id_collisions" in manifest.rules["id_repair"]
+    )
 
 
 @needs_shared
@@ -407,9 +533,9 @@ def test_space_archive_files_leave_no_float_mangled_id():
 @needs_shared
 def test_fast_record_line_equals_the_model_canonical_line():
     """The builder's fast path writes exactly CorpusRecord.canonical_line(), on real rows of every source."""
+    from backtest.core.records import CorpusRecord
     from backtest.corpus.build import record_line
     from backtest.corpus.sources import get_source
-    from backtest.records import CorpusRecord
 
     def check(rows):
         n = 0
@@ -424,9 +550,19 @@ def test_fast_record_line_equals_the_model_canonical_line():
     assert check(archive.rows([ARCHIVE / "physics.hist-ph.tsv.xz", ARCHIVE / "cs.DL.tsv.xz"])) > 3000
     assert check(archive.rows([FIXTURES / "physics.float-ids.tsv"])) == 12
     assert check(get_source("arxiv-oai").rows([FIXTURES / "arxiv-oai-snapshot.jsonl"])) == 6
-    odd = {"id": "x", "title": "Cafe\u0301 \u212b", "abstract": "A\u030a\t\"quoted\" \\ \u2028", "published": dt.date(2020, 1, 2),
-           "categories": [], "authors": ["Zoe\u0308"], "doi": None, "references": ["r1"], "citation_count": 3,
-           "citation_count_as_of": dt.date(2021, 5, 6), "source": "s"}
+    odd = {
+        "id": "x",
+        "title": "Cafe\u0301 \u212b",
+        "abstract": 'A\u030a\t"quoted" \\ \u2028',
+        "published": dt.date(2020, 1, 2),
+        "categories": [],
+        "authors": ["Zoe\u0308"],
+        "doi": None,
+        "references": ["r1"],
+        "citation_count": 3,
+        "citation_count_as_of": dt.date(2021, 5, 6),
+        "source": "s",
+    }
     assert record_line(odd) == CorpusRecord.model_validate(odd).canonical_line()
     assert "Café Å" in record_line(odd)
 
@@ -434,8 +570,13 @@ def test_fast_record_line_equals_the_model_canonical_line():
 def test_verify_rebuild_compares_with_the_recorded_source(tmp_path, cli):
     """`corpus verify --rebuild` rebuilds from the inputs named in the manifest and names changed ids."""
     ws = Workspace(tmp_path / "ws")
-    src = _jsonl_records(tmp_path / "in" / "a.jsonl", [("x1", "2020-01-02"), ("x2", "2020-01-03"), ("x3", "2020-01-04")])
-    assert cli(["corpus", "build", "--source", "jsonl", "--input", src, "--id", "s", "--role", "past"], root=ws.root)[0] == 0
+    src = _jsonl_records(
+        tmp_path / "in" / "a.jsonl", [("x1", "2020-01-02"), ("x2", "2020-01-03"), ("x3", "2020-01-04")]
+    )
+    assert (
+        cli(["corpus", "build", "--source", "jsonl", "--input", src, "--id", "s", "--role", "past"], root=ws.root)[0]
+        == 0
+    )
     code, out, err = cli(["corpus", "verify", "s", "--rebuild"], root=ws.root)
     assert code == 0, err
     _jsonl_records(src, [("x1", "2020-01-02"), ("x2", "2020-01-03"), ("x4", "2020-01-04")], title="changed")

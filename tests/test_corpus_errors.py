@@ -10,17 +10,18 @@ import csv
 import json
 import lzma
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from backtest.workspace import Workspace
+from backtest.core.workspace import Workspace
 
 from .conftest import ARCHIVE, needs_shared
 
-DAILY_ROWS = [{"id": f"2511.0000{i}", "title": f"Paper {i}", "summary": f"Abstract {i}.", "categories": ["astro-ph.EP"]}
-              for i in range(1, 6)]
+DAILY_ROWS = [
+    {"id": f"2511.0000{i}", "title": f"Paper {i}", "summary": f"Abstract {i}.", "categories": ["astro-ph.EP"]}
+    for i in range(1, 6)
+]
 
 
 def _daily_folder(root: Path) -> Path:
@@ -79,7 +80,9 @@ def test_bad_json_line(good):
     ws, folder, build = good
     before = _snapshot(ws)
     with lzma.open(folder / "2025-11-04.jsonl.xz", "wt") as handle:
-        handle.write(json.dumps(DAILY_ROWS[0]) + "\n" + json.dumps(DAILY_ROWS[1]) + "\n" + '{"id": "2511.9", "title": \n')
+        handle.write(
+            json.dumps(DAILY_ROWS[0]) + "\n" + json.dumps(DAILY_ROWS[1]) + "\n" + '{"id": "2511.9", "title": \n'
+        )
     _assert_refused(ws, before, build(), "2025-11-04.jsonl.xz:3:", "bad JSON")
 
 
@@ -93,7 +96,9 @@ def test_tsv_row_with_missing_columns(good, tmp_path):
         header = next(reader)
         row = next(r for r in reader if not any("\n" in f or '"' in f for f in r))  # a one-line row
     bad = tmp_path / "physics.bad-ph.tsv"
-    bad.write_text("\t".join(header) + "\n" + "\t".join(row) + "\n" + "123\tan abstract\t\t1501.00001\n", encoding="utf-8")
+    bad.write_text(
+        "\t".join(header) + "\n" + "\t".join(row) + "\n" + "123\tan abstract\t\t1501.00001\n", encoding="utf-8"
+    )
     _assert_refused(ws, before, build(source="arxiv-archive", inputs=(bad,)), "physics.bad-ph.tsv:3:", "columns")
 
 
@@ -104,20 +109,26 @@ def test_truncated_real_archive_file(good, tmp_path):
     cut = tmp_path / "physics.space-ph.tsv.xz"
     data = (ARCHIVE / "physics.space-ph.tsv.xz").read_bytes()
     cut.write_bytes(data[: len(data) // 3])
-    _assert_refused(ws, before, build(source="arxiv-archive", inputs=(cut,)), "physics.space-ph.tsv.xz:", "truncated xz")
+    _assert_refused(
+        ws, before, build(source="arxiv-archive", inputs=(cut,)), "physics.space-ph.tsv.xz:", "truncated xz"
+    )
 
 
 def test_unknown_category(good):
     ws, _, build = good
     before = _snapshot(ws)
-    _assert_refused(ws, before, build("--categories", "astro-ph.EP,astro-hp.SR"), "unknown arXiv category 'astro-hp.SR'")
+    _assert_refused(
+        ws, before, build("--categories", "astro-ph.EP,astro-hp.SR"), "unknown arXiv category 'astro-hp.SR'"
+    )
 
 
 def test_empty_window(good):
     ws, _, build = good
     before = _snapshot(ws)
     _assert_refused(ws, before, build("--start", "2025-12-01", "--end", "2025-11-01"), "empty window")
-    _assert_refused(ws, before, build("--start", "2026-01-01", "--end", "2026-02-01"), "empty corpus", "n_outside_window=5")
+    _assert_refused(
+        ws, before, build("--start", "2026-01-01", "--end", "2026-02-01"), "empty corpus", "n_outside_window=5"
+    )
 
 
 def test_unreadable_paths(good, tmp_path):
@@ -144,7 +155,11 @@ def test_bad_record_fields_name_the_line(good, tmp_path):
     ws, _, build = good
     before = _snapshot(ws)
     src = tmp_path / "records.jsonl"
-    src.write_text(json.dumps({"id": "a", "title": "t", "abstract": "x", "published": "2025-11-03", "source": "s"}) + "\n"
-                   + json.dumps({"id": "b", "title": "t", "abstract": "x", "published": "not-a-day", "source": "s"}) + "\n")
+    src.write_text(
+        json.dumps({"id": "a", "title": "t", "abstract": "x", "published": "2025-11-03", "source": "s"})
+        + "\n"
+        + json.dumps({"id": "b", "title": "t", "abstract": "x", "published": "not-a-day", "source": "s"})
+        + "\n"
+    )
     _assert_refused(ws, before, build(source="jsonl", inputs=(src,)), "records.jsonl:2:")
     _assert_refused(ws, before, build(source="no-such-source"), "unknown source")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backtest.diversity import distinct_report, leader_clusters, make_variants, perturbation_audit
-from backtest.equivalence import get_rule
-from backtest.llm_client import LLMResponse
+from backtest.analysis.diversity import distinct_report, leader_clusters, make_variants, perturbation_audit
+from backtest.llm.client import LLMResponse
+from backtest.text.equivalence import get_rule
 
 from .conftest import SQB
 
@@ -97,7 +97,7 @@ class FakeClient:
 
 
 def test_llm_rule_majority_of_three_with_order_reversed():
-    import backtest.equivalence_llm  # noqa: F401  (registers the rule)
+    import backtest.text.equivalence_llm  # noqa: F401  (registers the rule)
 
     client = FakeClient()
     rule = get_rule("llm", client=client, prefilter=0)
@@ -108,7 +108,7 @@ def test_llm_rule_majority_of_three_with_order_reversed():
     assert first.index("alpha one") < first.index("alpha two") and second.index("alpha two") < second.index("alpha one")
     assert sims[0, 1] == 1.0 and sims[0, 2] == 0.0
     assert sims[3, 4] == pytest.approx(2 / 3)  # two of three votes: still the same
-    from backtest.equivalence import n_distinct
+    from backtest.text.equivalence import n_distinct
 
     assert n_distinct(texts, rule) == 3  # {alpha one, alpha two}, {beta}, {flip alpha, flip beta}
     fake = FakeClient()
@@ -124,7 +124,9 @@ def test_llm_rule_majority_of_three_with_order_reversed():
 @needs_sqb
 def test_diversity_cli(cli, tmp_path):
     sets = [SQB / "submissions" / s for s in ("citation_leader_L1", "review_future_work_L1")]
-    code, out, err = cli(["diversity", *sets, "--rule", "tfidf", "--audit-max", "10", "--out", tmp_path / "d"], root=tmp_path)
+    code, out, err = cli(
+        ["diversity", *sets, "--rule", "tfidf", "--audit-max", "10", "--out", tmp_path / "d"], root=tmp_path
+    )
     assert code == 0, err
     assert "| set | n | tfidf components | tfidf complete | tfidf leader |" in out
     assert "| citation_leader_L1 | 125 |" in out and "Perturbation audit" in out

@@ -20,11 +20,11 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from backtest.core.errors import BadInput
+from backtest.core.records import CorpusRecord
+from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_corpus
 from backtest.corpus.fetch import Throttle, abstract_from_inverted_index, fetch_to_jsonl
-from backtest.errors import BadInput
-from backtest.records import CorpusRecord
-from backtest.workspace import Workspace
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "fetch"
 D = dt.date
@@ -99,7 +99,9 @@ def test_arxiv_atom_paging_and_parsing(server, tmp_path, monkeypatch):
     assert query["search_query"] == "(all:exoplanet) AND submittedDate:[202511010000 TO 202511302359]"
     assert query["sortBy"] == "submittedDate" and query["max_results"] == "2"
     # every line is a canonical CorpusRecord line, so the jsonl source builds a corpus from it
-    manifest = build_corpus(BuildOptions("jsonl", [out], "fetched", "future", start=D(2025, 11, 1)), Workspace(tmp_path / "ws"))
+    manifest = build_corpus(
+        BuildOptions("jsonl", [out], "fetched", "future", start=D(2025, 11, 1)), Workspace(tmp_path / "ws")
+    )
     assert manifest.n_records == 2 and manifest.counts["n_id_month_dropped"] == 1  # astro-ph/0512001 is an old paper
 
 
@@ -167,13 +169,20 @@ def test_ads_token_paging_and_fields(server, tmp_path, monkeypatch):
 
 def test_openalex_cursor_paging_and_inverted_abstracts(server, tmp_path):
     def route(path, p):
-        return 200, "application/json", (FIX / ("openalex-page1.json" if p["cursor"] == "*" else "openalex-page2.json")).read_bytes()
+        return (
+            200,
+            "application/json",
+            (FIX / ("openalex-page1.json" if p["cursor"] == "*" else "openalex-page2.json")).read_bytes(),
+        )
 
     server.route = route
     out = tmp_path / "oa.jsonl"
     assert fetch_to_jsonl("openalex", "ozone", D(2019, 1, 1), D(2019, 12, 31), out) == 3
     params = [r["params"] for r in server.requests]
-    assert [p["cursor"] for p in params] == ["*", "IlsxNjA5MzcyODAwMDAwLCAnaHR0cHM6Ly9vcGVuYWxleC5vcmcvVzI3NDE4MDk4MDcnXSI="]
+    assert [p["cursor"] for p in params] == [
+        "*",
+        "IlsxNjA5MzcyODAwMDAwLCAnaHR0cHM6Ly9vcGVuYWxleC5vcmcvVzI3NDE4MDk4MDcnXSI=",
+    ]
     assert params[0]["filter"] == "from_publication_date:2019-01-01,to_publication_date:2019-12-31"
     assert params[0]["search"] == "ozone"
     rows = _read(out)
@@ -186,8 +195,11 @@ def test_openalex_cursor_paging_and_inverted_abstracts(server, tmp_path):
 
 
 def test_window_max_records_and_bad_answers(server, tmp_path):
-    server.route = lambda path, p: (200, "application/json", (FIX / "openalex-page1.json").read_bytes().replace(
-        b'"next_cursor": "Ils', b'"next_cursor": null, "x": "Ils'))
+    server.route = lambda path, p: (
+        200,
+        "application/json",
+        (FIX / "openalex-page1.json").read_bytes().replace(b'"next_cursor": "Ils', b'"next_cursor": null, "x": "Ils'),
+    )
     out = tmp_path / "oa.jsonl"
     # the service's dates are re-checked by day: 2019-05-01 is outside a March window
     assert fetch_to_jsonl("openalex", "ozone", D(2019, 3, 1), D(2019, 3, 31), out) == 1
@@ -209,12 +221,18 @@ def test_inverted_index_rebuild():
 
 
 def test_fetch_cli(server, tmp_path, cli):
-    server.route = lambda path, p: (200, "application/atom+xml", (FIX / "arxiv-page2.xml").read_bytes().replace(b">3<", b">1<"))
+    server.route = lambda path, p: (
+        200,
+        "application/atom+xml",
+        (FIX / "arxiv-page2.xml").read_bytes().replace(b">3<", b">1<"),
+    )
     out = tmp_path / "cli.jsonl"
-    code, stdout, err = cli(["corpus", "fetch", "arxiv", "--query", "all:hot", "--start", "2025-11-01",
-                             "--end", "2025-11-30", "--out", out])
+    code, stdout, err = cli(
+        ["corpus", "fetch", "arxiv", "--query", "all:hot", "--start", "2025-11-01", "--end", "2025-11-30", "--out", out]
+    )
     assert code == 0, err
     assert "fetched 1 records from arxiv" in stdout and _read(out)[0]["id"] == "2511.05678"
-    code, _, err = cli(["corpus", "fetch", "arxiv", "--query", "all:hot", "--start", "2025-12-01",
-                        "--end", "2025-11-30", "--out", out])
+    code, _, err = cli(
+        ["corpus", "fetch", "arxiv", "--query", "all:hot", "--start", "2025-12-01", "--end", "2025-11-30", "--out", out]
+    )
     assert code == 2 and "empty window" in err

@@ -9,15 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from backtest.fileio import write_json
-from backtest.freeze import FROZEN_FILE, is_frozen_and_intact, load_frozen
-from backtest.gates import parse_metadata, parse_questions
-from backtest.instance import load_instance
-from backtest.ledger import GENESIS, entry_hash
-from backtest.seal import compute_seal, sha256_file, with_seal
+from backtest.core.fileio import write_json
+from backtest.core.seal import compute_seal, sha256_file, with_seal
+from backtest.corpus.instance import load_instance
+from backtest.submit.freeze import FROZEN_FILE, is_frozen_and_intact, load_frozen
+from backtest.submit.gates import parse_metadata, parse_questions
+from backtest.submit.ledger import GENESIS, entry_hash
 
 from .conftest import SQB
-from .test_freeze_helpers import make_submission, metadata, past_records, question_rows, snapshot, write_submission, writable_ws
+from .test_freeze_helpers import (
+    make_submission,
+    metadata,
+    past_records,
+    question_rows,
+    snapshot,
+    writable_ws,
+    write_submission,
+)
 
 
 @pytest.fixture
@@ -49,7 +57,7 @@ def test_hand_made_submission_freezes_and_versions(ws, tmp_path, cli):
     code, out, err = cli(["freeze", sub, "--instance", "astro-2025"], root=ws.root)
     assert code == 0, err
     v1 = ws.frozen / "astro-2025" / "hand_v1" / "v1"
-    assert f"frozen hand_v1 v1 for astro-2025: 12 questions" in out
+    assert "frozen hand_v1 v1 for astro-2025: 12 questions" in out
     for name in ("questions.jsonl", "metadata.json"):
         assert (v1 / name).read_bytes() == (sub / name).read_bytes()
     frozen = json.loads((v1 / FROZEN_FILE).read_text())

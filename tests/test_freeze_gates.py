@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from backtest.freeze import FROZEN_FILE, load_frozen
-from backtest.gates import id_scheme, llm_mentions, normalise_id
+from backtest.submit.freeze import FROZEN_FILE, load_frozen
+from backtest.submit.gates import id_scheme, llm_mentions, normalise_id
 
-from .test_freeze_helpers import metadata, past_records, question_rows, snapshot, write_submission, writable_ws
+from .test_freeze_helpers import metadata, past_records, question_rows, snapshot, writable_ws, write_submission
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,12 @@ def gate(folder, name):
 
 def dup_submission(records, folder, system):
     rows = question_rows(records, system=system)
-    paraphrase = dict(rows[0], question_id="q_007", rank=7,
-                      question=rows[0]["question"].replace("Does the main result", "Does the main result still"))
+    paraphrase = dict(
+        rows[0],
+        question_id="q_007",
+        rank=7,
+        question=rows[0]["question"].replace("Does the main result", "Does the main result still"),
+    )
     rows.append(paraphrase)
     return write_submission(folder, rows, metadata(len(rows), system=system))
 
@@ -64,8 +68,9 @@ def test_near_duplicates(ws, records, tmp_path, cli, mode):
 
 def test_thresholds_are_options(ws, records, tmp_path, cli):
     sub = dup_submission(records, tmp_path / "sub", "dup_strict_thresholds")
-    code, _, err = cli(["freeze", sub, "--instance", "astro-2025", "--dedup", "fail", "--embedding-threshold", "0.999"],
-                       root=ws.root)
+    code, _, err = cli(
+        ["freeze", sub, "--instance", "astro-2025", "--dedup", "fail", "--embedding-threshold", "0.999"], root=ws.root
+    )
     assert code == 0, err
     assert gate(ws.frozen / "astro-2025" / "dup_strict_thresholds" / "v1", "near_duplicates")["status"] == "passed"
 
@@ -96,9 +101,14 @@ def test_clarity_flags_are_reported_or_refused(ws, records, tmp_path, cli):
 def test_complete_contract_passes(ws, records, tmp_path, cli):
     rows = question_rows(records, system="contract_sys")
     for row in rows:
-        row.update(literature_gap="No test of X yet.", hypothesis="X rises with Y.", minimal_test="Fit X against Y.",
-                   decisive_metric="slope of X on Y", supporting_result="slope > 0 at 3 sigma",
-                   falsifying_result="slope <= 0 at 3 sigma")
+        row.update(
+            literature_gap="No test of X yet.",
+            hypothesis="X rises with Y.",
+            minimal_test="Fit X against Y.",
+            decisive_metric="slope of X on Y",
+            supporting_result="slope > 0 at 3 sigma",
+            falsifying_result="slope <= 0 at 3 sigma",
+        )
     sub = write_submission(tmp_path / "sub", rows, metadata(len(rows), system="contract_sys"))
     code, _, err = cli(["freeze", sub, "--instance", "astro-2025"], root=ws.root)
     assert code == 0, err
@@ -107,8 +117,12 @@ def test_complete_contract_passes(ws, records, tmp_path, cli):
 
 def test_declared_llm_components_pass(ws, records, tmp_path, cli):
     rows = question_rows(records, system="baseline_direct_llm_gpt-4.1_v1")
-    meta = metadata(len(rows), system="llm_sys", description="Prompted an LLM with past abstracts.",
-                    llm_components=[{"model": "gpt-4.1", "role": "generation", "training_cutoff": "2024-06"}])
+    meta = metadata(
+        len(rows),
+        system="llm_sys",
+        description="Prompted an LLM with past abstracts.",
+        llm_components=[{"model": "gpt-4.1", "role": "generation", "training_cutoff": "2024-06"}],
+    )
     sub = write_submission(tmp_path / "sub", rows, meta)
     code, _, err = cli(["freeze", sub, "--instance", "astro-2025"], root=ws.root)
     assert code == 0, err

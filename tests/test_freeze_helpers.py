@@ -8,8 +8,8 @@ import random
 import shutil
 from pathlib import Path
 
-from backtest.instance import load_instance, open_past_corpus
-from backtest.workspace import Workspace
+from backtest.core.workspace import Workspace
+from backtest.corpus.instance import load_instance, open_past_corpus
 
 TEMPLATES = (
     "Does the main result of '{t}' hold when tested with independent data?",
@@ -42,25 +42,33 @@ def question_rows(records, cutoff: str = "2025-10-31", system: str = "hand_v1") 
     rows = []
     for k, rec in enumerate(records):
         title = " ".join(rec.title.replace("?", "").split())
-        rows.append({
-            "question_id": f"q_{k + 1:03d}",
-            "question": TEMPLATES[k % len(TEMPLATES)].format(t=title),
-            "domain": "astrophysics",
-            "cutoff_date": cutoff,
-            "generated_at": "2025-11-02T10:00:00Z",
-            "generation_system": system,
-            "source_evidence_ids": [rec.id],
-            "rank": k + 1,
-            "frozen": True,
-        })
+        rows.append(
+            {
+                "question_id": f"q_{k + 1:03d}",
+                "question": TEMPLATES[k % len(TEMPLATES)].format(t=title),
+                "domain": "astrophysics",
+                "cutoff_date": cutoff,
+                "generated_at": "2025-11-02T10:00:00Z",
+                "generation_system": system,
+                "source_evidence_ids": [rec.id],
+                "rank": k + 1,
+                "frozen": True,
+            }
+        )
     return rows
 
 
 def metadata(n: int, cutoff: str = "2025-10-31", system: str = "hand_v1", **extra) -> dict:
     """A metadata.json body for a hand-made submission (no LLM used)."""
-    data = {"system_name": system, "description": "Questions written by hand from past-corpus titles; no LLM used.",
-            "repository": "https://example.org/hand", "cutoff_date": cutoff, "domain": "astrophysics",
-            "n_questions": n, "frozen": True}
+    data = {
+        "system_name": system,
+        "description": "Questions written by hand from past-corpus titles; no LLM used.",
+        "repository": "https://example.org/hand",
+        "cutoff_date": cutoff,
+        "domain": "astrophysics",
+        "n_questions": n,
+        "frozen": True,
+    }
     data.update(extra)
     return data
 
@@ -68,7 +76,9 @@ def metadata(n: int, cutoff: str = "2025-10-31", system: str = "hand_v1", **extr
 def write_submission(folder: Path, rows: list[dict], meta: dict) -> Path:
     """Write questions.jsonl (one JSON object per line) and metadata.json into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "questions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    (folder / "questions.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     (folder / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return folder
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backtest.freeze import freeze_submission
+from backtest.submit.freeze import freeze_submission
 
 from .test_freeze_helpers import make_submission, snapshot, writable_ws
 
@@ -36,6 +36,7 @@ def edit_row(index: int, **changes):
         rows = _rows(sub)
         rows[index].update(changes)
         _write_rows(sub, rows)
+
     return apply
 
 
@@ -44,6 +45,7 @@ def drop_field(name: str, index: int = 1):
         rows = _rows(sub)
         del rows[index][name]
         _write_rows(sub, rows)
+
     return apply
 
 
@@ -52,6 +54,7 @@ def edit_meta(**changes):
         meta = _meta(sub)
         meta.update(changes)
         _write_meta(sub, meta)
+
     return apply
 
 
@@ -60,12 +63,14 @@ def drop_meta(name: str):
         meta = _meta(sub)
         del meta[name]
         _write_meta(sub, meta)
+
     return apply
 
 
 def raw_questions(data: bytes):
     def apply(sub: Path) -> None:
         (sub / "questions.jsonl").write_bytes(data)
+
     return apply
 
 
@@ -73,6 +78,7 @@ def append_raw(data: bytes):
     def apply(sub: Path) -> None:
         with open(sub / "questions.jsonl", "ab") as handle:
             handle.write(data)
+
     return apply
 
 
@@ -101,12 +107,19 @@ def questions_is_a_folder(sub: Path) -> None:
 def remove(name: str):
     def apply(sub: Path) -> None:
         (sub / name).unlink()
+
     return apply
 
 
 def contract(**fields):
-    base = {"literature_gap": "gap", "hypothesis": "h", "minimal_test": "t", "decisive_metric": "m",
-            "supporting_result": "rises", "falsifying_result": "falls"}
+    base = {
+        "literature_gap": "gap",
+        "hypothesis": "h",
+        "minimal_test": "t",
+        "decisive_metric": "m",
+        "supporting_result": "rises",
+        "falsifying_result": "falls",
+    }
     base.update(fields)
     return edit_row(0, **{k: v for k, v in base.items() if v is not None})
 
@@ -116,7 +129,7 @@ CASES = [
     ("bad-json", append_raw(b"{not json}\n"), 2, "bad JSON"),
     ("truncated-last-line", truncate_last_line, 2, "bad JSON"),
     ("array-line", append_raw(b"[1, 2, 3]\n"), 2, "expected a JSON object"),
-    ("string-line", append_raw(b"\"a question?\"\n"), 2, "expected a JSON object"),
+    ("string-line", append_raw(b'"a question?"\n'), 2, "expected a JSON object"),
     ("missing-question_id", drop_field("question_id"), 2, "question_id"),
     ("missing-question", drop_field("question"), 2, "question"),
     ("missing-evidence", drop_field("source_evidence_ids"), 2, "source_evidence_ids"),
@@ -137,15 +150,25 @@ CASES = [
     ("blank-lines-only", raw_questions(b"\n  \n\n"), 2, "no questions"),
     ("huge-line", append_raw(b'{"question": "' + b"x" * 300_000 + b'?"}\n'), 2, "over the"),
     ("non-utf8-questions", append_raw(b'{"question": "caf\xe9?"}\n'), 2, "not valid UTF-8"),
-    ("byte-order-mark", lambda s: raw_questions(b"\xef\xbb\xbf" + (s / "questions.jsonl").read_bytes())(s), 2, "byte-order mark"),
+    (
+        "byte-order-mark",
+        lambda s: raw_questions(b"\xef\xbb\xbf" + (s / "questions.jsonl").read_bytes())(s),
+        2,
+        "byte-order mark",
+    ),
     ("questions-missing", remove("questions.jsonl"), 2, "no such file"),
     ("metadata-missing", remove("metadata.json"), 2, "no such file"),
     ("questions-is-a-link", symlinked_questions, 2, "not a link"),
     ("questions-is-a-folder", questions_is_a_folder, 2, "not a regular file"),
-    ("metadata-bad-json", lambda s: (s / "metadata.json").write_text("{\"system_name\": "), 2, "bad JSON"),
+    ("metadata-bad-json", lambda s: (s / "metadata.json").write_text('{"system_name": '), 2, "bad JSON"),
     ("metadata-is-a-list", lambda s: _write_meta(s, [1, 2]), 2, "expected a JSON object"),
     ("metadata-empty", lambda s: (s / "metadata.json").write_text(""), 2, "empty file"),
-    ("metadata-non-utf8", lambda s: (s / "metadata.json").write_bytes(b'{"system_name": "\xff"}'), 2, "not valid UTF-8"),
+    (
+        "metadata-non-utf8",
+        lambda s: (s / "metadata.json").write_bytes(b'{"system_name": "\xff"}'),
+        2,
+        "not valid UTF-8",
+    ),
     ("metadata-missing-system_name", drop_meta("system_name"), 2, "system_name"),
     ("metadata-missing-cutoff", drop_meta("cutoff_date"), 2, "cutoff_date"),
     ("system-name-dotdot", edit_meta(system_name="../x"), 2, "system_name"),
@@ -163,8 +186,12 @@ CASES = [
     ("no-question-mark", edit_row(1, question="State the main result."), 1, "q_002"),
     ("generated-in-the-future", edit_row(2, generated_at="2999-01-01T00:00:00Z"), 1, "later than the freeze"),
     ("unknown-evidence-id", edit_row(0, source_evidence_ids=["2510.99999"]), 1, "2510.99999"),
-    ("llm-not-declared", lambda s: _write_rows(s, [dict(r, generation_system="direct_gpt-4.1_v1") for r in _rows(s)]),
-     1, "llm_components"),
+    (
+        "llm-not-declared",
+        lambda s: _write_rows(s, [dict(r, generation_system="direct_gpt-4.1_v1") for r in _rows(s)]),
+        1,
+        "llm_components",
+    ),
     ("contract-field-empty", contract(minimal_test="  "), 1, "minimal_test"),
     ("contract-field-missing", contract(decisive_metric=None), 1, "decisive_metric"),
     ("contract-same-results", contract(falsifying_result="Rises."), 1, "falsifying_result is the same"),

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from backtest.freeze import freeze_submission, is_frozen_and_intact
-from backtest.ledger import append_entry, read_ledger
+from backtest.submit.freeze import freeze_submission, is_frozen_and_intact
+from backtest.submit.ledger import append_entry, read_ledger
 
 from .test_freeze_helpers import make_submission, snapshot, writable_ws
 
@@ -35,7 +35,7 @@ def ws(frozen_ws, tmp_path):
     """A private copy of the frozen workspace (corpora stay symlinked)."""
     dest = tmp_path / "ws"
     shutil.copytree(frozen_ws.root, dest, symlinks=True)
-    from backtest.workspace import Workspace
+    from backtest.core.workspace import Workspace
 
     return Workspace(dest)
 
@@ -116,8 +116,18 @@ def test_broken_ledger_refuses_new_freezes_and_appends(ws, cli, tmp_path):
     assert code == 1 and "ledger" in err.splitlines()[0] and "broken" in err.splitlines()[0]
     assert snapshot(ws.frozen) == before
     with pytest.raises(Exception, match="broken"):
-        append_entry(ws.ledger, {"kind": "freeze", "instance_id": "x", "system": "y", "version": 1, "path": "p",
-                                 "frozen_seal": "s", "frozen_at": "t"})
+        append_entry(
+            ws.ledger,
+            {
+                "kind": "freeze",
+                "instance_id": "x",
+                "system": "y",
+                "version": 1,
+                "path": "p",
+                "frozen_seal": "s",
+                "frozen_at": "t",
+            },
+        )
     assert snapshot(ws.frozen) == before
 
 
@@ -140,8 +150,8 @@ def test_an_extra_file_or_a_changed_instance_is_reported(ws):
     inst_path = ws.instance_path("astro-2025")
     data = json.loads(inst_path.read_text())
     data["domain"] = "changed"
-    from backtest.fileio import write_json
-    from backtest.seal import with_seal
+    from backtest.core.fileio import write_json
+    from backtest.core.seal import with_seal
 
     write_json(inst_path, with_seal(data))
     ok, reason = is_frozen_and_intact(folder, ws)

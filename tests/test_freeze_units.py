@@ -9,7 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from backtest.equivalence import (
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.sums import parse_sums, verify_sums, write_sums
+from backtest.submit.ledger import GENESIS, append_entry, read_ledger
+from backtest.text.equivalence import (
     EquivalenceRule,
     available_rules,
     clusters,
@@ -19,9 +22,6 @@ from backtest.equivalence import (
     pairs_above_all,
     register_rule,
 )
-from backtest.errors import BadInput, CheckFailed
-from backtest.ledger import GENESIS, append_entry, read_ledger
-from backtest.sums import parse_sums, verify_sums, write_sums
 
 from .conftest import SQB
 
@@ -44,11 +44,17 @@ def test_sums_round_trip_and_name_every_changed_missing_or_extra_file(tmp_path, 
     assert (report.changed, report.missing, report.extra) == (["a.txt"], ["c.bin"], ["sub/new.txt"])
     code, _, err = cli(["verify", tmp_path / "SHA256SUMS"])
     assert code == 1
-    assert "a.txt: sha256 differs" in err and "c.bin: listed in SHA256SUMS but missing" in err and "sub/new.txt: not listed" in err
+    assert (
+        "a.txt: sha256 differs" in err
+        and "c.bin: listed in SHA256SUMS but missing" in err
+        and "sub/new.txt: not listed" in err
+    )
 
 
-@pytest.mark.parametrize("line", ["zz  a.txt", "0" * 64 + "  ../escape", "0" * 64 + "  /etc/passwd", "0" * 64 + "a.txt",
-                                  "0" * 63 + "  a.txt"])
+@pytest.mark.parametrize(
+    "line",
+    ["zz  a.txt", "0" * 64 + "  ../escape", "0" * 64 + "  /etc/passwd", "0" * 64 + "a.txt", "0" * 63 + "  a.txt"],
+)
 def test_malformed_sums_lines_are_bad_input(tmp_path, line):
     (tmp_path / "SHA256SUMS").write_text(line + "\n")
     with pytest.raises(BadInput, match="SHA256SUMS:1"):
@@ -73,8 +79,15 @@ def test_reference_prospective_sums_verify(cli):
 
 
 def _fields(i: int) -> dict:
-    return {"kind": "freeze", "instance_id": "inst", "system": f"s{i}", "version": 1, "path": f"frozen/inst/s{i}/v1",
-            "frozen_seal": f"{i:064x}", "frozen_at": "2026-01-01T00:00:00Z"}
+    return {
+        "kind": "freeze",
+        "instance_id": "inst",
+        "system": f"s{i}",
+        "version": 1,
+        "path": f"frozen/inst/s{i}/v1",
+        "frozen_seal": f"{i:064x}",
+        "frozen_at": "2026-01-01T00:00:00Z",
+    }
 
 
 def test_concurrent_appends_keep_one_intact_chain(tmp_path):
@@ -130,7 +143,7 @@ class FixedRule:
 
 def test_components_chain_but_complete_linkage_does_not():
     # 0~1 and 1~2, but 0 and 2 differ: a chain.
-    chain = np.array([[1, .9, .1, 0], [.9, 1, .8, 0], [.1, .8, 1, 0], [0, 0, 0, 1]], dtype=float)
+    chain = np.array([[1, 0.9, 0.1, 0], [0.9, 1, 0.8, 0], [0.1, 0.8, 1, 0], [0, 0, 0, 1]], dtype=float)
     rule = FixedRule(chain)
     texts = ["a", "b", "c", "d"]
     assert isinstance(rule, EquivalenceRule)
@@ -156,10 +169,12 @@ def test_registry_is_open_and_rules_have_their_defaults():
 
 
 def test_tfidf_and_embedding_agree_on_a_paraphrase():
-    texts = ["What drives radius inflation in hot Jupiters?",
-             "What causes the radius inflation of hot Jupiters?",
-             "How do galaxies quench their star formation?",
-             "the of and?"]
+    texts = [
+        "What drives radius inflation in hot Jupiters?",
+        "What causes the radius inflation of hot Jupiters?",
+        "How do galaxies quench their star formation?",
+        "the of and?",
+    ]
     tfidf = get_rule("tfidf")
     sims = tfidf.similarity_matrix(texts)
     assert sims.shape == (4, 4) and np.allclose(sims, sims.T)
@@ -172,7 +187,7 @@ def test_tfidf_and_embedding_agree_on_a_paraphrase():
 def test_sums_lines_split_on_newlines_only(tmp_path):
     """A file name holding \\f or \\v survives a SHA256SUMS round trip (str.splitlines would cut the line there),
     and a CRLF file still parses."""
-    from backtest.sums import parse_sums, verify_sums, write_sums
+    from backtest.core.sums import parse_sums, verify_sums, write_sums
 
     (tmp_path / "odd\fname.txt").write_text("a")
     (tmp_path / "plain.txt").write_text("b")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from backtest.corpus.build import load_manifest, verify_corpus
-from backtest.freeze import verify_frozen, verify_ledger_and_sets
+from backtest.submit.freeze import verify_frozen, verify_ledger_and_sets
 
 from .conftest import frozen_copy
 
@@ -47,8 +47,9 @@ def tamper_detected(path: Path, ws, frozen: Path, manifest: Path) -> bool:
     return bool(verify_frozen(frozen, ws))
 
 
-def flip_trials(ws, frozen: Path, manifest: Path, targets: list[Path], n: int, rng: random.Random
-                ) -> list[tuple[Path, int, bool]]:
+def flip_trials(
+    ws, frozen: Path, manifest: Path, targets: list[Path], n: int, rng: random.Random
+) -> list[tuple[Path, int, bool]]:
     """``n`` single-bit flips, each in a random byte of a random target and undone after: (file, byte, detected)."""
     out = []
     for _ in range(n):

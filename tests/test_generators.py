@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from backtest.freeze import check_gates
+from backtest.corpus.instance import load_instance, open_past_corpus
 from backtest.generators.evidence_graph import TENSION_TYPES
-from backtest.instance import load_instance, open_past_corpus
-from backtest.objects import names_object
+from backtest.submit.freeze import check_gates
+from backtest.text.objects import names_object
 from tests.conftest import run_cli
 
 BASELINES = ["random_claims", "citation_leaders", "review_future_work", "evidence_graph"]
@@ -47,7 +47,9 @@ def assert_freezes_cleanly(folder: Path, instance_id: str, ws, minimum: int = 50
     """Every freeze gate passes (or is skipped as not applicable); evidence is past and <= cutoff."""
     _, results = check_gates(folder, instance_id, ws)
     statuses = {r.name: r.status for r in results}
-    assert not [r for r in results if r.status == "failed"], [(r.name, r.reason) for r in results if r.status == "failed"]
+    assert not [r for r in results if r.status == "failed"], [
+        (r.name, r.reason) for r in results if r.status == "failed"
+    ]
     assert statuses["near_duplicates"] == "passed", statuses
     assert statuses["evidence_in_past"] == "passed" and statuses["clarity"] == "passed", statuses
     questions, metadata = load(folder)
@@ -88,7 +90,9 @@ def test_random_claims_small_instance_freezes_and_reruns_identically(astro_ep_ws
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BASELINES)
 def test_astro_2025_generators_freeze_cleanly(name, astro_ws, tmp_path_factory):
-    questions = assert_freezes_cleanly(cached_run(astro_ws, "astro-2025", name, tmp_path_factory), "astro-2025", astro_ws)
+    questions = assert_freezes_cleanly(
+        cached_run(astro_ws, "astro-2025", name, tmp_path_factory), "astro-2025", astro_ws
+    )
     assert len(questions) == 125
 
 

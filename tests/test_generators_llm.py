@@ -9,15 +9,31 @@ import json
 
 import pytest
 
-from backtest.freeze import check_gates
-from backtest.instance import load_instance, open_past_corpus
+from backtest.corpus.instance import load_instance, open_past_corpus
+from backtest.submit.freeze import check_gates
 from tests.conftest import run_cli
 from tests.llm_server import LLM_MODEL
 
 
 def _run(ws, name, out, base_url, *extra):
-    code = run_cli(["generate", name, "--instance", "astro-2025-ep", "--out", str(out), "--llm-base-url", base_url,
-                    "--llm-model", LLM_MODEL, "--llm-training-cutoff", "2024-08", *extra], root=ws.root)[0]
+    code = run_cli(
+        [
+            "generate",
+            name,
+            "--instance",
+            "astro-2025-ep",
+            "--out",
+            str(out),
+            "--llm-base-url",
+            base_url,
+            "--llm-model",
+            LLM_MODEL,
+            "--llm-training-cutoff",
+            "2024-08",
+            *extra,
+        ],
+        root=ws.root,
+    )[0]
     assert code == 0
     questions = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
     metadata = json.loads((out / "metadata.json").read_text())
@@ -49,10 +65,16 @@ def test_direct_llm_end_to_end_against_local_server(astro_ep_ws, llm_server, tmp
 @pytest.mark.llm
 def test_evidence_graph_llm_verbalizer_keeps_the_structure(astro_ep_ws, llm_server, tmp_path):
     template = tmp_path / "template"
-    assert run_cli(["generate", "evidence_graph", "--instance", "astro-2025-ep", "--out", str(template), "--n", "5"],
-                   root=astro_ep_ws.root)[0] == 0
-    questions, metadata = _run(astro_ep_ws, "evidence_graph", tmp_path / "llm", llm_server, "--n", "5",
-                               "--verbalizer", "llm")
+    assert (
+        run_cli(
+            ["generate", "evidence_graph", "--instance", "astro-2025-ep", "--out", str(template), "--n", "5"],
+            root=astro_ep_ws.root,
+        )[0]
+        == 0
+    )
+    questions, metadata = _run(
+        astro_ep_ws, "evidence_graph", tmp_path / "llm", llm_server, "--n", "5", "--verbalizer", "llm"
+    )
     base = [json.loads(line) for line in (template / "questions.jsonl").read_text().splitlines()]
     assert [q["source_evidence_ids"] for q in questions] == [q["source_evidence_ids"] for q in base]
     assert [q["signal_type"] for q in questions] == [q["signal_type"] for q in base]

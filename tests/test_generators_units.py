@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from backtest.errors import BadInput
+from backtest.core.errors import BadInput
+from backtest.core.records import CorpusRecord
 from backtest.generators import available_generators, get_generator
 from backtest.generators.evidence_graph import GENERIC_TOPIC, TEMPLATES, classify
 from backtest.generators.extract import (
@@ -23,13 +24,14 @@ from backtest.generators.extract import (
 from backtest.generators.protocol import Draft, clean_question, resolve_generated_at
 from backtest.generators.review_future_work import cue_strength, to_question
 from backtest.generators.select import select_diverse
-from backtest.records import CorpusRecord
 
 GENERATORS_DIR = Path(__file__).resolve().parent.parent / "backtest" / "generators"
 FORBIDDEN = ("backtest.corpus.future", "backtest.retrieve")
 
 
-def _record(abstract: str, title: str = "A study", rid: str = "2501.00001", day=dt.date(2025, 1, 2), authors=("A. One",)):
+def _record(
+    abstract: str, title: str = "A study", rid: str = "2501.00001", day=dt.date(2025, 1, 2), authors=("A. One",)
+):
     return CorpusRecord(id=rid, title=title, abstract=abstract, published=day, authors=list(authors), source="test")
 
 
@@ -55,7 +57,9 @@ def test_generator_modules_never_import_the_future_corpus_or_retrievers():
 
 
 def test_registry_lists_the_five_generators_and_rejects_unknown_names():
-    assert {"random_claims", "citation_leaders", "review_future_work", "direct_llm", "evidence_graph"} <= set(available_generators())
+    assert {"random_claims", "citation_leaders", "review_future_work", "direct_llm", "evidence_graph"} <= set(
+        available_generators()
+    )
     for name in ("random_claims", "citation_leaders", "review_future_work", "evidence_graph"):
         assert hasattr(get_generator(name), "generate")
     with pytest.raises(BadInput, match="unknown generator"):
@@ -63,28 +67,38 @@ def test_registry_lists_the_five_generators_and_rejects_unknown_names():
 
 
 def test_sentences_and_latex_cleanup():
-    text = detex(r"We detect H$_2$O at 5$\sigma$ in WASP-39b, e.g. with JWST. The C/O is 0.5 $\pm$ 0.1. Et al. 2020 agree.")
+    text = detex(
+        r"We detect H$_2$O at 5$\sigma$ in WASP-39b, e.g. with JWST. The C/O is 0.5 $\pm$ 0.1. Et al. 2020 agree."
+    )
     assert "H2O" in text and "±" in text
     sentences = split_sentences(text)
     assert len(sentences) == 3 and sentences[0].endswith("JWST.")
 
 
 def test_detection_of_objects_molecules_instruments_methods_properties():
-    d = detect("JWST NIRSpec transmission spectra of WASP-121 b reveal H2O and CO2; the temperature is 1500 K, "
-               "and stellar contamination biases the retrieval analysis of K2-18 b and TRAPPIST-1.")
+    d = detect(
+        "JWST NIRSpec transmission spectra of WASP-121 b reveal H2O and CO2; the temperature is 1500 K, "
+        "and stellar contamination biases the retrieval analysis of K2-18 b and TRAPPIST-1."
+    )
     assert {"WASP-121 b", "K2-18 b", "TRAPPIST-1"} <= set(d.objects)
     assert {"H2O", "CO2"} <= set(d.molecules)
     assert {"JWST", "NIRSpec"} <= set(d.instruments)
     assert "transmission spectroscopy" in d.methods and "atmospheric retrieval" in d.methods
     assert "temperature" in d.properties and "stellar contamination" in d.systematics
     q = find_quantities("the equilibrium temperature of 1500 ± 50 K")
-    assert q and q[0]["property"] == "temperature" and q[0]["value"] == 1500 and q[0]["err"] == 50 and q[0]["unit"] == "K"
+    assert (
+        q and q[0]["property"] == "temperature" and q[0]["value"] == 1500 and q[0]["err"] == 50 and q[0]["unit"] == "K"
+    )
     assert "M1" not in detect("An M1 flare and M5 dwarfs were seen.").objects
 
 
 def test_claims_keep_provenance_and_cues():
-    paper = extract_claims(_record("Hot Jupiters are common. We find no evidence for TiO in WASP-19 b. "
-                                   "However, this result depends on the assumed cloud model."))
+    paper = extract_claims(
+        _record(
+            "Hot Jupiters are common. We find no evidence for TiO in WASP-19 b. "
+            "However, this result depends on the assumed cloud model."
+        )
+    )
     ids = [c.claim_id for c in paper.claims]
     assert ids == ["2501.00001#s1", "2501.00001#s2"]
     assert paper.claims[0].negative and paper.claims[0].result and "WASP-19 b" in paper.claims[0].detected.objects
@@ -100,11 +114,17 @@ def test_claim_clause_strips_lead_in():
 
 def test_future_work_rewrites_are_questions_in_the_authors_words():
     assert cue_strength("The origin of the radio emission remains unclear.") == 2
-    assert to_question("The origin of the radio emission remains unclear.") == "What is the origin of the radio emission?"
-    assert to_question("However, whether the dust is primordial remains an open question.") == \
-        "Does new evidence settle whether the dust is primordial?"
-    assert to_question("Further observations are needed to confirm the periodicity of the signal.") == \
-        "Will further observations confirm the periodicity of the signal?"
+    assert (
+        to_question("The origin of the radio emission remains unclear.") == "What is the origin of the radio emission?"
+    )
+    assert (
+        to_question("However, whether the dust is primordial remains an open question.")
+        == "Does new evidence settle whether the dust is primordial?"
+    )
+    assert (
+        to_question("Further observations are needed to confirm the periodicity of the signal.")
+        == "Will further observations confirm the periodicity of the signal?"
+    )
     assert to_question("It remains unclear.") is None
     assert cue_strength("We measure the mass.") == 0
 
@@ -115,14 +135,18 @@ def test_classify_types_tensions():
         pb = extract_claims(_record(b_text, rid="2502.00002", day=dt.date(2025, 2, 2), authors=b_auth))
         return analyse_sentence(pa.record.id, 0, a_text), analyse_sentence(pb.record.id, 0, b_text), pa, pb
 
-    a, b, pa, pb = pair("We measure a temperature of 1500 ± 50 K for WASP-12 b.", "We find a temperature of 2500 ± 60 K for WASP-12 b.")
+    a, b, pa, pb = pair(
+        "We measure a temperature of 1500 ± 50 K for WASP-12 b.", "We find a temperature of 2500 ± 60 K for WASP-12 b."
+    )
     assert classify(a, b, pa, pb, "temperature")[:2] == ("observational_tension", "numeric")
     a, b, pa, pb = pair("We detect H2O in WASP-17 b.", "We find no evidence for H2O in WASP-17 b.")
     assert classify(a, b, pa, pb, "H2O")[:2] == ("observational_tension", "polarity")
     a, b, pa, pb = pair("We detect H2O in WASP-17 b.", "Stellar contamination can bias the H2O signal of WASP-17 b.")
     kind, _, detail = classify(a, b, pa, pb, GENERIC_TOPIC)
     assert kind == "methodological_challenge" and detail["issue"] == "stellar contamination"
-    a, b, pa, pb = pair("We detect H2O in WASP-17 b.", "However, the H2O signal of WASP-17 b is only present under clear skies.")
+    a, b, pa, pb = pair(
+        "We detect H2O in WASP-17 b.", "However, the H2O signal of WASP-17 b is only present under clear skies."
+    )
     assert classify(a, b, pa, pb, GENERIC_TOPIC)[0] == "independent_qualification"
     a, b, pa, pb = pair("We detect H2O in WASP-17 b with HST.", "Spitzer eclipses of WASP-17 b are shallow.")
     kind, _, detail = classify(a, b, pa, pb, GENERIC_TOPIC)
@@ -130,7 +154,7 @@ def test_classify_types_tensions():
 
 
 def test_templates_are_neutral_questions():
-    for kind, options in TEMPLATES.items():
+    for options in TEMPLATES.values():
         for template in options:
             assert template.endswith("?") and template.count("?") == 1
             assert "{subject}" in template
@@ -139,9 +163,15 @@ def test_templates_are_neutral_questions():
 
 
 def test_select_diverse_keeps_tfidf_below_threshold_and_order():
-    drafts = [Draft(question=q, source_evidence_ids=["x"]) for q in (
-        "What sets the temperature of WASP-12 b?", "What sets the temperature of WASP-12 b today?",
-        "How massive is the black hole in M87?", "Is the Hubble constant tension real?")]
+    drafts = [
+        Draft(question=q, source_evidence_ids=["x"])
+        for q in (
+            "What sets the temperature of WASP-12 b?",
+            "What sets the temperature of WASP-12 b today?",
+            "How massive is the black hole in M87?",
+            "Is the Hubble constant tension real?",
+        )
+    ]
     kept = select_diverse(drafts, 10)
     assert [d.question for d in kept] == [drafts[0].question, drafts[2].question, drafts[3].question]
     assert select_diverse(drafts, 1) == [drafts[0]]
@@ -189,17 +219,22 @@ def test_direct_llm_topics_are_category_names_and_every_pair_is_asked_once():
     assert {t for t, _ in prompt_plan([], seed=0)} == {None}
 
 
-@pytest.mark.parametrize("raw, cleaned", [
-    ("what is a binary system", "What is a binary system?"),
-    ("1. Why are Earths habitable planets more likely to have atmospheres?",
-     "Why are Earths habitable planets more likely to have atmospheres?"),
-    ('"How do hot Jupiters migrate inward?"', "How do hot Jupiters migrate inward?"),
-    ("The sky is blue", None),                      # not a question
-    ("what is the role of the", None),              # cut off mid-sentence
-    ("Is it? Or is it not?", None),                 # two questions
-    ("why?", None),                                 # too short to be a research question
-    (42, None),
-])
+@pytest.mark.parametrize(
+    "raw, cleaned",
+    [
+        ("what is a binary system", "What is a binary system?"),
+        (
+            "1. Why are Earths habitable planets more likely to have atmospheres?",
+            "Why are Earths habitable planets more likely to have atmospheres?",
+        ),
+        ('"How do hot Jupiters migrate inward?"', "How do hot Jupiters migrate inward?"),
+        ("The sky is blue", None),  # not a question
+        ("what is the role of the", None),  # cut off mid-sentence
+        ("Is it? Or is it not?", None),  # two questions
+        ("why?", None),  # too short to be a research question
+        (42, None),
+    ],
+)
 def test_clean_llm_question(raw, cleaned):
     from backtest.generators.llm import clean_llm_question
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backtest.records import check_safe_name
+from backtest.core.records import check_safe_name
 
 PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
 
@@ -38,8 +38,8 @@ def test_system_name_with_trailing_newline_is_refused_at_freeze(astro_ep_ws, cop
 
 
 def test_run_id_with_trailing_newline_is_refused(astro_ep_ws, copy_ws, cli, tmp_path):
-    from backtest.freeze import freeze_once
     from backtest.generators import run_generator
+    from backtest.submit.freeze import freeze_once
 
     ws = copy_ws(astro_ep_ws)
     made = run_generator("random_claims", "astro-2025-ep", ws, n=3, seed=2)
@@ -88,9 +88,9 @@ def test_run_whose_judgments_all_failed_is_incomplete_and_retried(astro_ep_ws, c
     rerun said 'already complete' without retrying."""
     import socket
 
-    from backtest.fileio import read_json
-    from backtest.freeze import freeze_once
+    from backtest.core.fileio import read_json
     from backtest.generators import run_generator
+    from backtest.submit.freeze import freeze_once
 
     ws = copy_ws(astro_ep_ws)
     made = run_generator("random_claims", "astro-2025-ep", ws, n=3, seed=5)
@@ -99,9 +99,11 @@ def test_run_whose_judgments_all_failed_is_incomplete_and_retried(astro_ep_ws, c
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     config = tmp_path / "dead.toml"
-    config.write_text(f'kind = "llm"\nbase_url = "http://127.0.0.1:{port}"\nmodel = "none"\nmax_retries = 0\n'
-                      f'concurrency = 1\ncache = ".cache/dead.sqlite"\nprompt = "{PROMPT}"\n')
-    for attempt in range(2):
+    config.write_text(
+        f'kind = "llm"\nbase_url = "http://127.0.0.1:{port}"\nmodel = "none"\nmax_retries = 0\n'
+        f'concurrency = 1\ncache = ".cache/dead.sqlite"\nprompt = "{PROMPT}"\n'
+    )
+    for _attempt in range(2):
         code, out, err = cli(["score", str(frozen), "--judge", str(config), "--run-id", "dead"], root=ws.root)
         assert code == 1, (out, err)
         assert "3 of 3 judgments failed" in err and "rerun" in err
@@ -111,19 +113,26 @@ def test_run_whose_judgments_all_failed_is_incomplete_and_retried(astro_ep_ws, c
         assert not (ws.results / "astro-2025-ep" / "random_claims" / "dead" / "judgments.jsonl").exists()
 
 
-@pytest.mark.parametrize("args", [
-    ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "frozen/LEDGER.jsonl"],
-    ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "manifests/astro-2025-ep-past.json"],
-    ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "corpora/astro-2025-ep-past/records.jsonl"],
-    ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "corpora"],
-    ["compare", "results", "--out", "frozen/x.md"],
-    ["agree", "a.jsonl", "b.jsonl", "--html", "manifests/x.html"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "frozen/LEDGER.jsonl"],
+        ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "manifests/astro-2025-ep-past.json"],
+        ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "corpora/astro-2025-ep-past/records.jsonl"],
+        ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", "corpora"],
+        ["compare", "results", "--out", "frozen/x.md"],
+        ["agree", "a.jsonl", "b.jsonl", "--html", "manifests/x.html"],
+    ],
+)
 def test_outputs_into_owned_folders_are_refused(astro_ep_ws, copy_ws, cli, args):
     """``corpus export --out frozen/LEDGER.jsonl`` exited 0 and destroyed the ledger; now exit 2, nothing touched."""
     ws = copy_ws(astro_ep_ws)
-    before = {p: p.read_bytes() for folder in ("frozen", "manifests", "corpora") for p in (ws.root / folder).rglob("*")
-              if p.is_file()}
+    before = {
+        p: p.read_bytes()
+        for folder in ("frozen", "manifests", "corpora")
+        for p in (ws.root / folder).rglob("*")
+        if p.is_file()
+    }
     import os
 
     cwd = os.getcwd()
@@ -133,14 +142,18 @@ def test_outputs_into_owned_folders_are_refused(astro_ep_ws, copy_ws, cli, args)
     finally:
         os.chdir(cwd)
     assert code == 2 and "only its own commands write" in err
-    after = {p: p.read_bytes() for folder in ("frozen", "manifests", "corpora") for p in (ws.root / folder).rglob("*")
-             if p.is_file()}
+    after = {
+        p: p.read_bytes()
+        for folder in ("frozen", "manifests", "corpora")
+        for p in (ws.root / folder).rglob("*")
+        if p.is_file()
+    }
     assert after == before
 
 
 def _one_frozen_set(astro_ep_ws, copy_ws, seed=6):
-    from backtest.freeze import freeze_once
     from backtest.generators import run_generator
+    from backtest.submit.freeze import freeze_once
 
     ws = copy_ws(astro_ep_ws)
     made = run_generator("random_claims", "astro-2025-ep", ws, n=3, seed=seed)
@@ -149,8 +162,8 @@ def _one_frozen_set(astro_ep_ws, copy_ws, seed=6):
 
 
 def _rewrite_last_ledger_line(ws, **changes):
-    from backtest.ledger import entry_hash
-    from backtest.seal import canonical_json
+    from backtest.core.seal import canonical_json
+    from backtest.submit.ledger import entry_hash
 
     lines = ws.ledger.read_bytes().splitlines(keepends=True)
     data = json.loads(lines[-1])
@@ -159,8 +172,16 @@ def _rewrite_last_ledger_line(ws, **changes):
     ws.ledger.write_bytes(b"".join(lines[:-1]) + (canonical_json(data) + "\n").encode())
 
 
-@pytest.mark.parametrize("field, value", [("frozen_at", "2020-01-01T00:00:00Z"), ("kind", "prospective"),
-                                          ("system", "other"), ("version", 7), ("instance_id", "elsewhere")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("frozen_at", "2020-01-01T00:00:00Z"),
+        ("kind", "prospective"),
+        ("system", "other"),
+        ("version", 7),
+        ("instance_id", "elsewhere"),
+    ],
+)
 def test_ledger_line_fields_are_checked_against_the_set(astro_ep_ws, copy_ws, cli, field, value):
     """A last line rewritten with its own hash recomputed passed ``verify frozen`` (and for some fields ``verify SET``)."""
     ws, frozen = _one_frozen_set(astro_ep_ws, copy_ws)
@@ -176,8 +197,8 @@ def test_ledger_head_is_printed_and_checked(astro_ep_ws, copy_ws, cli):
     import shutil
 
     ws, first = _one_frozen_set(astro_ep_ws, copy_ws)
-    from backtest.freeze import freeze_once
     from backtest.generators import run_generator
+    from backtest.submit.freeze import freeze_once
 
     made = run_generator("citation_leaders", "astro-2025-ep", ws, n=3, seed=1)
     second, _ = freeze_once(made["out"], "astro-2025-ep", ws)
@@ -245,11 +266,16 @@ def test_disk_full_is_a_clear_error(astro_ep_ws, cli, tmp_path):
 
     mount = tmp_path / "full"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (not root, or no mount capability)")
     try:
-        code, out, err = cli(["corpus", "export", "astro-2025-ep", "--role", "past", "--out", str(mount / "past.jsonl")],
-                             root=astro_ep_ws.root)
+        code, out, err = cli(
+            ["corpus", "export", "astro-2025-ep", "--role", "past", "--out", str(mount / "past.jsonl")],
+            root=astro_ep_ws.root,
+        )
         assert code == 1, err
         assert "no space left on device" in err and "internal error" not in err
         assert not (mount / "past.jsonl").exists() and not list(mount.iterdir())
@@ -279,7 +305,7 @@ def test_near_duplicate_screen_memory_is_bounded():
     import random
     import tracemalloc
 
-    from backtest.equivalence import TfidfRule, pairs_above_all
+    from backtest.text.equivalence import TfidfRule, pairs_above_all
 
     rng = random.Random(0)
     vocab = [f"w{k}" for k in range(3000)]
@@ -298,10 +324,19 @@ def test_cutoff_date_must_be_written_as_a_day(value):
     """A Unix integer or a datetime string was accepted silently as a cutoff_date."""
     from pydantic import ValidationError
 
-    from backtest.records import Question, SubmissionMetadata
+    from backtest.core.records import Question, SubmissionMetadata
 
-    base = {"question_id": "q_1", "question": "Is it?", "domain": "d", "cutoff_date": "2025-10-31", "generated_at": "2025-10-31",
-            "generation_system": "s", "source_evidence_ids": ["a"], "rank": 1, "frozen": True}
+    base = {
+        "question_id": "q_1",
+        "question": "Is it?",
+        "domain": "d",
+        "cutoff_date": "2025-10-31",
+        "generated_at": "2025-10-31",
+        "generation_system": "s",
+        "source_evidence_ids": ["a"],
+        "rank": 1,
+        "frozen": True,
+    }
     assert Question.model_validate(base).cutoff_date.isoformat() == "2025-10-31"
     with pytest.raises(ValidationError, match="YYYY-MM-DD"):
         Question.model_validate({**base, "cutoff_date": value})
@@ -315,12 +350,22 @@ def test_question_ids_are_safe_names(qid):
     """Ids become file names, anchors and table cells: ``|``, newlines and paths were accepted."""
     from pydantic import ValidationError
 
-    from backtest.records import Question
+    from backtest.core.records import Question
 
     with pytest.raises(ValidationError, match="question id"):
-        Question.model_validate({"question_id": qid, "question": "Is it?", "domain": "d", "cutoff_date": "2025-10-31",
-                                 "generated_at": "2025-10-31", "generation_system": "s", "source_evidence_ids": ["a"],
-                                 "rank": 1, "frozen": True})
+        Question.model_validate(
+            {
+                "question_id": qid,
+                "question": "Is it?",
+                "domain": "d",
+                "cutoff_date": "2025-10-31",
+                "generated_at": "2025-10-31",
+                "generation_system": "s",
+                "source_evidence_ids": ["a"],
+                "rank": 1,
+                "frozen": True,
+            }
+        )
 
 
 def test_ids_differing_only_in_case_are_duplicates(astro_ep_ws, copy_ws, cli, tmp_path):
@@ -337,6 +382,6 @@ def test_ids_differing_only_in_case_are_duplicates(astro_ep_ws, copy_ws, cli, tm
 
 
 def test_report_table_cells_fold_newlines_and_escape_pipes():
-    from backtest.report import _cell
+    from backtest.scoring.report import _cell
 
     assert _cell("a | b\nc\r\nd") == "a \\| b c d"

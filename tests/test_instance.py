@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from backtest.core.errors import CheckFailed
+from backtest.core.seal import with_seal
+from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_corpus
-from backtest.errors import CheckFailed
-from backtest.instance import create_instance, load_instance, open_past_corpus, verify_instance
-from backtest.seal import with_seal
-from backtest.workspace import Workspace
+from backtest.corpus.instance import create_instance, load_instance, open_past_corpus, verify_instance
 
 from .conftest import REPO, needs_shared
 
 
 def _corpus(ws: Workspace, tmp: Path, cid: str, role: str, rows: list[tuple[str, str]], **kw) -> str:
     src = tmp / f"{cid}.jsonl"
-    src.write_text("".join(json.dumps({"id": i, "title": f"T {i}", "abstract": f"A {i}", "published": d,
-                                       "source": "test"}) + "\n" for i, d in rows))
+    src.write_text(
+        "".join(
+            json.dumps({"id": i, "title": f"T {i}", "abstract": f"A {i}", "published": d, "source": "test"}) + "\n"
+            for i, d in rows
+        )
+    )
     build_corpus(BuildOptions("jsonl", [src], cid, role, **kw), ws)
     return cid
 
@@ -36,15 +39,44 @@ def small(tmp_path):
 
 def test_create_and_verify_small_instance(small, cli):
     ws, _ = small
-    code, out, err = cli(["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-past",
-                          "--future", "good-future", "--k", "5"], root=ws.root)
+    code, out, err = cli(
+        [
+            "instance",
+            "create",
+            "i",
+            "--cutoff",
+            "2025-10-31",
+            "--past",
+            "good-past",
+            "--future",
+            "good-future",
+            "--k",
+            "5",
+        ],
+        root=ws.root,
+    )
     assert code == 0, err
     inst = load_instance("i", ws)
     assert inst.retrieval.k == 5 and inst.past.corpus_id == "good-past" and inst.cutoff == dt.date(2025, 10, 31)
     assert cli(["instance", "verify", "i"], root=ws.root)[0] == 0
     assert open_past_corpus(inst, ws).corpus_id == "good-past"
-    code, _, err = cli(["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-past",
-                        "--future", "good-future", "--k", "6", "--reproduce"], root=ws.root)
+    code, _, err = cli(
+        [
+            "instance",
+            "create",
+            "i",
+            "--cutoff",
+            "2025-10-31",
+            "--past",
+            "good-past",
+            "--future",
+            "good-future",
+            "--k",
+            "6",
+            "--reproduce",
+        ],
+        root=ws.root,
+    )
     assert code == 1 and "does not reproduce" in err and "retrieval" in err
     assert load_instance("i", ws).retrieval.k == 5
 
@@ -52,8 +84,10 @@ def test_create_and_verify_small_instance(small, cli):
 def test_past_record_after_cutoff_is_refused(small, cli):
     ws, tmp = small
     _corpus(ws, tmp, "late-past", "past", [("p1", "2025-10-01"), ("late1", "2025-11-02")])
-    code, _, err = cli(["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "late-past",
-                        "--future", "good-future"], root=ws.root)
+    code, _, err = cli(
+        ["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "late-past", "--future", "good-future"],
+        root=ws.root,
+    )
     assert code == 1
     assert len(err.strip().splitlines()) == 1, err
     assert "late1 (2025-11-02)" in err and "after the cutoff 2025-10-31" in err
@@ -63,8 +97,10 @@ def test_past_record_after_cutoff_is_refused(small, cli):
 def test_future_record_on_the_cutoff_day_is_refused(small, cli):
     ws, tmp = small
     _corpus(ws, tmp, "early-future", "future", [("f1", "2025-11-01"), ("same-day", "2025-10-31")])
-    code, _, err = cli(["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-past",
-                        "--future", "early-future"], root=ws.root)
+    code, _, err = cli(
+        ["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-past", "--future", "early-future"],
+        root=ws.root,
+    )
     assert code == 1
     assert len(err.strip().splitlines()) == 1, err
     assert "same-day (2025-10-31)" in err and "on or before the cutoff" in err
@@ -73,13 +109,17 @@ def test_future_record_on_the_cutoff_day_is_refused(small, cli):
 
 def test_swapped_roles_and_tampered_corpora_are_refused(small, cli):
     ws, _ = small
-    code, _, err = cli(["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-future",
-                        "--future", "good-past"], root=ws.root)
+    code, _, err = cli(
+        ["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-future", "--future", "good-past"],
+        root=ws.root,
+    )
     assert code == 1 and "expected past" in err
     records = ws.corpus_dir("good-future") / "records.jsonl"
     records.write_text(records.read_text().replace('"A f2"', '"A f3"'))
-    code, _, err = cli(["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-past",
-                        "--future", "good-future"], root=ws.root)
+    code, _, err = cli(
+        ["instance", "create", "i", "--cutoff", "2025-10-31", "--past", "good-past", "--future", "good-future"],
+        root=ws.root,
+    )
     assert code == 1 and "record f2: drifted" in err
 
 

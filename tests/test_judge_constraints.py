@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from backtest.errors import BadInput
+from backtest.core.errors import BadInput
+from backtest.core.records import OUTCOMES, PREMISE_STATUSES, JudgeInfo
 from backtest.judge import get_judge, judge_names
 from backtest.judge.constraints import check_answer, failed_judgment, retry_message, to_judgment
 from backtest.judge.protocol import answer_schema
-from backtest.records import OUTCOMES, PREMISE_STATUSES, JudgeInfo
 
 SHOWN = ["2511.00001", "2512.00002", "2601.00003"]
 REPO_PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v1.md"
@@ -18,8 +18,12 @@ INFO = JudgeInfo(name="t", model="m", protocol="p", prompt_sha256="a" * 64, conf
 
 
 def answer(outcome="answered", premise="supported", ids=("2511.00001",)):
-    return {"outcome": outcome, "premise_status": premise, "evidence": [{"id": i, "relevance": "r"} for i in ids],
-            "rationale": "because"}
+    return {
+        "outcome": outcome,
+        "premise_status": premise,
+        "evidence": [{"id": i, "relevance": "r"} for i in ids],
+        "rationale": "because",
+    }
 
 
 def test_clean_answer_passes_unchanged():
@@ -79,8 +83,18 @@ def test_duplicate_citations_are_merged_and_flagged():
 
 
 @pytest.mark.parametrize("outcome", OUTCOMES + ("solved",))
-@pytest.mark.parametrize("ids", [(), ("2511.00001",), ("2511.00001", "2512.00002"), ("9999.99999",),
-                                 ("2511.00001", "2511.00001"), ("9999.99999", "2511.00001"), ("9999.99999", "9999.99999")])
+@pytest.mark.parametrize(
+    "ids",
+    [
+        (),
+        ("2511.00001",),
+        ("2511.00001", "2512.00002"),
+        ("9999.99999",),
+        ("2511.00001", "2511.00001"),
+        ("9999.99999", "2511.00001"),
+        ("9999.99999", "9999.99999"),
+    ],
+)
 def test_an_answer_is_changed_exactly_when_it_breaks_a_rule(outcome, ids):
     """Nothing silent: the unchanged answer is kept, and the judgment flagged, iff a constraint was broken."""
     raw = answer(outcome=outcome, ids=ids)
@@ -123,8 +137,10 @@ def test_registry_and_config_errors(tmp_path):
     with pytest.raises(BadInput, match="base_url"):
         get_judge(str(bad))
     hot = tmp_path / "hot.toml"
-    hot.write_text('kind = "llm"\nbase_url = "http://127.0.0.1:9"\nmodel = "m"\ntemperature = 0.7\n'
-                   'prompt = "%s"\n' % (REPO_PROMPT.as_posix()))
+    hot.write_text(
+        'kind = "llm"\nbase_url = "http://127.0.0.1:9"\nmodel = "m"\ntemperature = 0.7\n'
+        'prompt = "%s"\n' % (REPO_PROMPT.as_posix())
+    )
     with pytest.raises(BadInput, match="temperature 0"):
         get_judge(str(hot))
     typo = tmp_path / "typo.toml"
@@ -134,22 +150,48 @@ def test_registry_and_config_errors(tmp_path):
 
 
 def test_llm_judge_identity_and_prompt_rendering(tmp_path):
-    from backtest.records import Question, RetrievedDocument
-    from backtest.seal import sha256_file
-    from backtest.workspace import Workspace
+    from backtest.core.records import Question, RetrievedDocument
+    from backtest.core.seal import sha256_file
+    from backtest.core.workspace import Workspace
 
     cfg = tmp_path / "j.toml"
-    cfg.write_text(f'kind = "llm"\nname = "tiny"\nbase_url = "http://127.0.0.1:9"\nmodel = "m"\napi_key_env = ""\n'
-                   f'prompt = "{REPO_PROMPT.as_posix()}"\nmax_doc_chars = 40\n')
+    cfg.write_text(
+        f'kind = "llm"\nname = "tiny"\nbase_url = "http://127.0.0.1:9"\nmodel = "m"\napi_key_env = ""\n'
+        f'prompt = "{REPO_PROMPT.as_posix()}"\nmax_doc_chars = 40\n'
+    )
     judge = get_judge(str(cfg), Workspace(tmp_path))
     info = judge.info()
-    assert info.name == "tiny" and info.prompt_sha256 == sha256_file(REPO_PROMPT) and info.config_sha256 == sha256_file(cfg)
-    q = Question(question_id="q1", question="Is WASP-39 b's SO2 photochemical?", domain="astro", cutoff_date="2025-10-31",
-                 generated_at="2025-10-31", generation_system="s", source_evidence_ids=["2501.00001"], rank=1, frozen=True,
-                 premise="SO2 is photochemical")
-    docs = [RetrievedDocument(rank=1, id="2511.00001", score=0.9, published="2025-11-05", title="SO2 in WASP-39 b",
-                              abstract="We detect sulfur dioxide in the transmission spectrum of WASP-39 b with JWST and model it.")]
+    assert (
+        info.name == "tiny"
+        and info.prompt_sha256 == sha256_file(REPO_PROMPT)
+        and info.config_sha256 == sha256_file(cfg)
+    )
+    q = Question(
+        question_id="q1",
+        question="Is WASP-39 b's SO2 photochemical?",
+        domain="astro",
+        cutoff_date="2025-10-31",
+        generated_at="2025-10-31",
+        generation_system="s",
+        source_evidence_ids=["2501.00001"],
+        rank=1,
+        frozen=True,
+        premise="SO2 is photochemical",
+    )
+    docs = [
+        RetrievedDocument(
+            rank=1,
+            id="2511.00001",
+            score=0.9,
+            published="2025-11-05",
+            title="SO2 in WASP-39 b",
+            abstract="We detect sulfur dioxide in the transmission spectrum of WASP-39 b with JWST and model it.",
+        )
+    ]
     system, user = judge.messages(q, docs)
     assert system["role"] == "system" and "2025-10-31" in system["content"] and "{{" not in system["content"]
-    assert "[2511.00001] (2025-11-05) SO2 in WASP-39 b" in user["content"] and "Premise: SO2 is photochemical" in user["content"]
+    assert (
+        "[2511.00001] (2025-11-05) SO2 in WASP-39 b" in user["content"]
+        and "Premise: SO2 is photochemical" in user["content"]
+    )
     assert "…" in user["content"] and "model it." not in user["content"]  # abstract cut to max_doc_chars

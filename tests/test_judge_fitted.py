@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backtest.errors import BadInput
+from backtest.analysis.validation.items import read_items, read_pairs
+from backtest.core.errors import BadInput
 from backtest.judge.fitted import DEFAULT_WEIGHTS, FittedJudge, _fit_logistic, _predict, item_hash
-from backtest.validation.items import read_items, read_pairs
 
 REPO = Path(__file__).resolve().parent.parent
 OUTCOMES_SET = REPO / "judges" / "validation" / "outcomes-v1"
@@ -33,8 +33,11 @@ def _labels(folder: Path) -> list[str]:
 def test_weights_file_is_checked_on_load(tmp_path):
     weights = json.loads(DEFAULT_WEIGHTS.read_text())
     FittedJudge(weights)  # the packaged weights load
-    for broken in ({**weights, "format": "something-else"}, {**weights, "schema_version": "9"},
-                   {**weights, "features": ["only_one"]}):
+    for broken in (
+        {**weights, "format": "something-else"},
+        {**weights, "schema_version": "9"},
+        {**weights, "features": ["only_one"]},
+    ):
         with pytest.raises(BadInput):
             FittedJudge(broken)
     for subset in (["claim_sim_margin"], ["bigram_coverage", "claim_sim"]):  # any known features, in any order
@@ -50,7 +53,9 @@ def test_rare_labels_are_never_predicted():
     x = np.arange(12, dtype=float).reshape(6, 2)
     model = _fit_logistic(x, ["a", "a", "a", "a", "b", "b"], c=1.0)
     assert model["classes"] == ["a"] and _predict(model, x[0]) == "a"  # b has fewer than 3 examples
-    assert _fit_logistic(np.zeros((0, 2)), [], c=1.0, default="partially_addressed")["classes"] == ["partially_addressed"]
+    assert _fit_logistic(np.zeros((0, 2)), [], c=1.0, default="partially_addressed")["classes"] == [
+        "partially_addressed"
+    ]
 
 
 def test_judging_is_deterministic_and_the_training_set_is_recognised():
@@ -83,8 +88,21 @@ def test_document_features_are_selected_by_name():
 def test_offline_judge_on_the_held_out_set(cli, tmp_path):
     """On 68 items read after the weights were committed (none of the training items), judged as-is: kappa 0.26
     for engaged vs not, far below the development set's cross-validated 0.48; engaged rate 10.3% vs 22.1%."""
-    code, out, err = cli(["judge", "validate", HELDOUT_SET / "items.jsonl", *sum((["--labels", s] for s in _labels(HELDOUT_SET)), []),
-                          "--judge", "offline", "--no-card", "--n-boot", "200", "--json"], root=tmp_path)
+    code, out, err = cli(
+        [
+            "judge",
+            "validate",
+            HELDOUT_SET / "items.jsonl",
+            *sum((["--labels", s] for s in _labels(HELDOUT_SET)), []),
+            "--judge",
+            "offline",
+            "--no-card",
+            "--n-boot",
+            "200",
+            "--json",
+        ],
+        root=tmp_path,
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["evaluation"] == "as-is"
@@ -98,8 +116,21 @@ def test_offline_judge_on_the_held_out_set(cli, tmp_path):
 def test_offline_judge_cross_validated_on_the_development_set(cli, tmp_path):
     """The default judge's card numbers, cross-validated on the 160 committed items (measured when fitted:
     engaged kappa 0.48, outcome kappa 0.44, engaged rate 16.9% vs the readers' 18.1%)."""
-    code, out, err = cli(["judge", "validate", OUTCOMES_SET / "items.jsonl", *sum((["--labels", s] for s in _labels(OUTCOMES_SET)), []),
-                          "--judge", "offline", "--no-card", "--n-boot", "200", "--json"], root=tmp_path)
+    code, out, err = cli(
+        [
+            "judge",
+            "validate",
+            OUTCOMES_SET / "items.jsonl",
+            *sum((["--labels", s] for s in _labels(OUTCOMES_SET)), []),
+            "--judge",
+            "offline",
+            "--no-card",
+            "--n-boot",
+            "200",
+            "--json",
+        ],
+        root=tmp_path,
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["evaluation"].startswith("cross-validated")
@@ -111,26 +142,48 @@ def test_offline_judge_cross_validated_on_the_development_set(cli, tmp_path):
 
 @pytest.mark.slow
 def test_pairwise_judge_is_order_free_and_cross_validated(cli, tmp_path):
+    from backtest.analysis.validation.validate import pair_context
     from backtest.arena.fitted_pairwise import FittedPairwiseJudge
-    from backtest.validation.validate import pair_context
 
     judge = FittedPairwiseJudge.from_file()
     mirror = {"A>>B": "B>>A", "A>B": "B>A", "A=B": "A=B", "B>A": "A>B", "B>>A": "A>>B"}
     for pair in read_pairs(PAIRS_SET / "pairs.jsonl")[:10]:
         ctx, a, b = pair_context(pair)
         assert judge.compare(ctx, b, a).verdict == mirror[judge.compare(ctx, a, b).verdict]
-    code, out, err = cli(["judge", "validate", "--pairwise", PAIRS_SET / "pairs.jsonl",
-                          *sum((["--labels", s] for s in _labels(PAIRS_SET)), []), "--judge", "offline", "--no-card", "--json"],
-                         root=tmp_path)
+    code, out, err = cli(
+        [
+            "judge",
+            "validate",
+            "--pairwise",
+            PAIRS_SET / "pairs.jsonl",
+            *sum((["--labels", s] for s in _labels(PAIRS_SET)), []),
+            "--judge",
+            "offline",
+            "--no-card",
+            "--json",
+        ],
+        root=tmp_path,
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["evaluation"].startswith("cross-validated")
     cons = report["consensus"]
     assert cons["n_decided"] == 63 and cons["agree"] == pytest.approx(43, abs=2)  # 68% when fitted
     # the v1 rubric judge on the same pairs: worse than a coin (30% when measured)
-    code, out, err = cli(["judge", "validate", "--pairwise", PAIRS_SET / "pairs.jsonl",
-                          *sum((["--labels", s] for s in _labels(PAIRS_SET)), []), "--judge", "offline-rubric-v1", "--no-card",
-                          "--json"], root=tmp_path)
+    code, out, err = cli(
+        [
+            "judge",
+            "validate",
+            "--pairwise",
+            PAIRS_SET / "pairs.jsonl",
+            *sum((["--labels", s] for s in _labels(PAIRS_SET)), []),
+            "--judge",
+            "offline-rubric-v1",
+            "--no-card",
+            "--json",
+        ],
+        root=tmp_path,
+    )
     assert json.loads(out)["consensus"]["agree"] < cons["agree"]
 
 
@@ -145,16 +198,29 @@ def test_judge_fit_writes_weights_a_config_can_use(cli, tmp_path):
     (small / "items.jsonl").write_text("\n".join(items) + "\n")
     keep = {json.loads(line)["item_id"] for line in items}
     for r in READERS:
-        rows = [line for line in (OUTCOMES_SET / "labels" / f"{r}.jsonl").read_text().splitlines() if json.loads(line)["item_id"] in keep]
+        rows = [
+            line
+            for line in (OUTCOMES_SET / "labels" / f"{r}.jsonl").read_text().splitlines()
+            if json.loads(line)["item_id"] in keep
+        ]
         (small / "labels" / f"{r}.jsonl").write_text("\n".join(rows) + "\n")
-    code, out, err = cli(["judge", "fit", small / "items.jsonl", *sum((["--labels", s] for s in _labels(small)), []),
-                          "--out", tmp_path / "mine.json"], root=tmp_path)
+    code, out, err = cli(
+        [
+            "judge",
+            "fit",
+            small / "items.jsonl",
+            *sum((["--labels", s] for s in _labels(small)), []),
+            "--out",
+            tmp_path / "mine.json",
+        ],
+        root=tmp_path,
+    )
     assert code == 0, err
     (tmp_path / "judges").mkdir()
     shutil.copy(tmp_path / "mine.json", tmp_path / "judges" / "mine.json")
     (tmp_path / "judges" / "mine.toml").write_text('kind = "offline"\nname = "mine"\nweights = "mine.json"\n')
+    from backtest.core.workspace import Workspace
     from backtest.judge import get_judge
-    from backtest.workspace import Workspace
 
     judge = get_judge("mine", Workspace(tmp_path))
     assert judge.name == "mine" and judge.training_overlap(read_items(small / "items.jsonl"))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from backtest.llm_client import ChatRequest, LLMClient, LLMError, LLMSettings, _retry_after_seconds
-from backtest.seal import canonical_json, sha256_text
+from backtest.core.seal import canonical_json, sha256_text
+from backtest.llm.client import ChatRequest, LLMClient, LLMError, LLMSettings, _retry_after_seconds
 
 KEY = "sk-test-NEVER-WRITE-ME-4242"
 
@@ -55,9 +55,15 @@ class Endpoint:
                         self.send_header("Content-Length", "0")
                         self.end_headers()
                         return
-                    content = "{not json" if action == "badjson" else json.dumps({"echo": body["messages"][-1]["content"]})
-                    data = json.dumps({"choices": [{"message": {"content": content}, "finish_reason": "stop"}],
-                                       "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}}).encode()
+                    content = (
+                        "{not json" if action == "badjson" else json.dumps({"echo": body["messages"][-1]["content"]})
+                    )
+                    data = json.dumps(
+                        {
+                            "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+                        }
+                    ).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -91,7 +97,11 @@ def endpoint():
 
 def client(url, tmp_path, sleeps=None, **kw) -> LLMClient:
     settings = LLMSettings(base_url=url, model="m", api_key_env="BT_TEST_KEY", backoff_s=0.5, **kw)
-    return LLMClient(settings, cache_path=tmp_path / "cache.sqlite", sleep=(sleeps.append if sleeps is not None else (lambda s: None)))
+    return LLMClient(
+        settings,
+        cache_path=tmp_path / "cache.sqlite",
+        sleep=(sleeps.append if sleeps is not None else (lambda s: None)),
+    )
 
 
 MSG = [{"role": "user", "content": "hello"}]
@@ -133,9 +143,9 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
     """A call that fails after answers that came back unusable still spent their tokens: LLMError.usage has them,
     and an LLM judge's failed judgment records them (found on a clean-clone CI run: a truncated answer four times,
     and the judgment said 0 tokens)."""
+    from backtest.core.records import Question, RetrievedDocument
+    from backtest.core.workspace import Workspace
     from backtest.judge import get_judge
-    from backtest.records import Question, RetrievedDocument
-    from backtest.workspace import Workspace
 
     monkeypatch.setenv("BT_TEST_KEY", KEY)
     ep = endpoint(["badjson", (503, {}), "badjson"])
@@ -145,13 +155,26 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
 
     prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v1.md"
     cfg = tmp_path / "j.toml"
-    cfg.write_text(f'kind = "llm"\nname = "scripted"\nbase_url = "{ep.url}"\nmodel = "m"\napi_key_env = "BT_TEST_KEY"\n'
-                   f'prompt = "{prompt.as_posix()}"\nmax_retries = 1\nbackoff_s = 0.0\ncache = "{(tmp_path / "j.sqlite").as_posix()}"\n')
+    cfg.write_text(
+        f'kind = "llm"\nname = "scripted"\nbase_url = "{ep.url}"\nmodel = "m"\napi_key_env = "BT_TEST_KEY"\n'
+        f'prompt = "{prompt.as_posix()}"\nmax_retries = 1\nbackoff_s = 0.0\ncache = "{(tmp_path / "j.sqlite").as_posix()}"\n'
+    )
     ep.script[:] = ["badjson", "badjson"]
     judge = get_judge(str(cfg), Workspace(tmp_path))
-    q = Question(question_id="q1", question="Is WASP-39 b's SO2 photochemical?", domain="astro", cutoff_date="2025-10-31",
-                 generated_at="2025-10-31", generation_system="s", source_evidence_ids=["2501.00001"], rank=1, frozen=True)
-    doc = RetrievedDocument(rank=1, id="2511.00001", score=0.9, published="2025-11-05", title="SO2", abstract="We detect SO2.")
+    q = Question(
+        question_id="q1",
+        question="Is WASP-39 b's SO2 photochemical?",
+        domain="astro",
+        cutoff_date="2025-10-31",
+        generated_at="2025-10-31",
+        generation_system="s",
+        source_evidence_ids=["2501.00001"],
+        rank=1,
+        frozen=True,
+    )
+    doc = RetrievedDocument(
+        rank=1, id="2511.00001", score=0.9, published="2025-11-05", title="SO2", abstract="We detect SO2."
+    )
     j = judge.judge(q, [doc])
     assert j.outcome == "not_addressed" and j.model_dump()["judge_failed"] is True
     assert j.tokens == {"prompt_tokens": 22, "completion_tokens": 10}
@@ -177,7 +200,7 @@ def test_timeout_is_retried(endpoint, tmp_path, monkeypatch):
 
 
 def test_missing_key_variable_is_bad_input(endpoint, tmp_path, monkeypatch):
-    from backtest.errors import BadInput
+    from backtest.core.errors import BadInput
 
     monkeypatch.delenv("BT_TEST_KEY", raising=False)
     ep = endpoint()
@@ -190,9 +213,13 @@ def test_cache_key_covers_answer_inputs_only(tmp_path, monkeypatch):
     base = LLMClient(LLMSettings(base_url="http://h:1", model="m", api_key_env="A", timeout_s=5, concurrency=1))
     key = base.cache_key(MSG, SCHEMA)
     same = [LLMSettings(base_url="http://h:1/", model="m", api_key_env="B", timeout_s=99, concurrency=8, max_retries=0)]
-    differ = [LLMSettings(base_url="http://h:1", model="m2"), LLMSettings(base_url="http://h:1", model="m", temperature=0.5),
-              LLMSettings(base_url="http://h:1", model="m", max_tokens=9), LLMSettings(base_url="http://h:2", model="m"),
-              LLMSettings(base_url="http://h:1", model="m", seed=1)]
+    differ = [
+        LLMSettings(base_url="http://h:1", model="m2"),
+        LLMSettings(base_url="http://h:1", model="m", temperature=0.5),
+        LLMSettings(base_url="http://h:1", model="m", max_tokens=9),
+        LLMSettings(base_url="http://h:2", model="m"),
+        LLMSettings(base_url="http://h:1", model="m", seed=1),
+    ]
     assert all(LLMClient(s).cache_key(MSG, SCHEMA) == key for s in same)
     assert len({LLMClient(s).cache_key(MSG, SCHEMA) for s in differ} | {key}) == len(differ) + 1
     assert base.cache_key([{"role": "user", "content": "hello!"}], SCHEMA) != key
@@ -223,7 +250,8 @@ def test_a_per_call_seed_reaches_the_body_and_the_cache_key():
     client = LLMClient(LLMSettings(base_url="http://h:1", model="m", temperature=0.8, seed=0))
     msgs = [{"role": "user", "content": "q"}]
     assert client.request_body(msgs)["seed"] == 0 and client.request_body(msgs, seed=7)["seed"] == 7
-    keys = {client.cache_key(msgs)} | {sha256_text(canonical_json(client._key_material(msgs, None, "answer", None, seed)))
-                                       for seed in (7, 8)}
+    keys = {client.cache_key(msgs)} | {
+        sha256_text(canonical_json(client._key_material(msgs, None, "answer", None, seed))) for seed in (7, 8)
+    }
     assert len(keys) == 3
     assert ChatRequest(messages=tuple(msgs), seed=5).seed == 5

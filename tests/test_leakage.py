@@ -17,22 +17,30 @@ from pathlib import Path
 
 import pytest
 
+from backtest.core.fileio import write_json, write_jsonl
+from backtest.core.records import EvidenceItem, JudgeInfo, Judgment
+from backtest.core.seal import sha256_bytes, sha256_file, with_seal
+from backtest.core.workspace import Workspace
 from backtest.corpus.build import INDEX_FILE, RECORDS_FILE, load_manifest, manifest_text
-from backtest.fileio import write_json, write_jsonl
-from backtest.freeze import freeze_submission
-from backtest.instance import load_instance
-from backtest.leakage import CHECKS, check_run, leakage_record
-from backtest.records import EvidenceItem, Judgment, JudgeInfo
+from backtest.corpus.instance import load_instance
 from backtest.retrieve import retrieve_frozen
-from backtest.seal import sha256_bytes, sha256_file, with_seal
-from backtest.workspace import Workspace
+from backtest.submit.freeze import freeze_submission
+from backtest.validity.leakage import CHECKS, check_run, leakage_record
 
 from .test_freeze_helpers import metadata, past_records, question_rows, write_submission
 
 INSTANCE = "astro-2025-ep"
 CUTOFF = dt.date(2025, 10, 31)
-ALL = ["cutoff", "evidence_in_past", "retrieved_in_future", "citations_shown", "ids_aligned", "windows",
-       "corpora_disjoint", "integrity"]
+ALL = [
+    "cutoff",
+    "evidence_in_past",
+    "retrieved_in_future",
+    "citations_shown",
+    "ids_aligned",
+    "windows",
+    "corpora_disjoint",
+    "integrity",
+]
 
 
 def hand_judgments(retrievals) -> list[dict]:
@@ -41,11 +49,18 @@ def hand_judgments(retrievals) -> list[dict]:
     out = []
     for r in retrievals:
         top = r.documents[:1]
-        out.append(Judgment(question_id=r.question_id, outcome="partially_addressed" if top else "not_addressed",
-                            premise_status="still_plausible",
-                            evidence=[EvidenceItem(id=d.id, relevance="top-ranked later paper") for d in top],
-                            supporting_ids=[d.id for d in top], rationale="hand label", judge=info,
-                            provenance="human").model_dump(mode="json"))
+        out.append(
+            Judgment(
+                question_id=r.question_id,
+                outcome="partially_addressed" if top else "not_addressed",
+                premise_status="still_plausible",
+                evidence=[EvidenceItem(id=d.id, relevance="top-ranked later paper") for d in top],
+                supporting_ids=[d.id for d in top],
+                rationale="hand label",
+                judge=info,
+                provenance="human",
+            ).model_dump(mode="json")
+        )
     return out
 
 
@@ -58,12 +73,22 @@ def build_clean_run(ws: Workspace, sub_dir: Path, n: int = 12) -> Path:
     retrievals = retrieve_frozen(frozen, ws, out_path=run_dir, method="bm25")
     write_jsonl(run_dir / "judgments.jsonl", hand_judgments(retrievals))
     instance = load_instance(INSTANCE, ws)
-    write_json(run_dir / "RUN.json", {
-        "schema_version": "1", "run_id": "bm25-hand", "instance_id": INSTANCE, "instance_seal": instance.seal,
-        "system": "hand_leak", "frozen_path": frozen.relative_to(ws.root).as_posix(),
-        "frozen_seal": json.loads((frozen / "FROZEN.json").read_text())["seal"],
-        "retriever": retrievals[0].retriever, "judge": {"name": "hand"}, "valid": True, "leakage": [],
-    })
+    write_json(
+        run_dir / "RUN.json",
+        {
+            "schema_version": "1",
+            "run_id": "bm25-hand",
+            "instance_id": INSTANCE,
+            "instance_seal": instance.seal,
+            "system": "hand_leak",
+            "frozen_path": frozen.relative_to(ws.root).as_posix(),
+            "frozen_seal": json.loads((frozen / "FROZEN.json").read_text())["seal"],
+            "retriever": retrievals[0].retriever,
+            "judge": {"name": "hand"},
+            "valid": True,
+            "leakage": [],
+        },
+    )
     return run_dir
 
 
@@ -126,8 +151,11 @@ def reseal_corpus_with(ws: Workspace, corpus_id: str, extra_lines: list[bytes]) 
     rows = sorted(f"{json.loads(l)['id']}\t{json.loads(l)['published']}\t{sha256_bytes(l)}\n".encode() for l in lines)
     (folder / INDEX_FILE).write_bytes(b"".join(rows))
     manifest = load_manifest(corpus_id, ws).model_dump(mode="json")
-    manifest.update(n_records=len(lines), index_sha256=sha256_bytes(b"".join(rows)),
-                    records_sha256=sha256_file(folder / RECORDS_FILE))
+    manifest.update(
+        n_records=len(lines),
+        index_sha256=sha256_bytes(b"".join(rows)),
+        records_sha256=sha256_file(folder / RECORDS_FILE),
+    )
     manifest.pop("seal")
     ws.manifest_path(corpus_id).write_text(manifest_text(with_seal(manifest)), encoding="utf-8")
 
@@ -207,7 +235,8 @@ def test_retrieved_document_from_the_past_corpus(tampered):
     assert set(bad) == {"retrieved_in_future"}  # retrieval.jsonl is not sealed: integrity still holds
     assert bad["retrieved_in_future"] == [
         f"{rows[0]['question_id']}: {past_rec.id} not in future corpus {INSTANCE}-future",
-        f"{rows[1]['question_id']}: {rows[1]['documents'][-1]['id']} dated {CUTOFF}, not after cutoff {CUTOFF}"]
+        f"{rows[1]['question_id']}: {rows[1]['documents'][-1]['id']} dated {CUTOFF}, not after cutoff {CUTOFF}",
+    ]
 
 
 def test_citation_of_a_document_not_shown(tampered):
@@ -234,7 +263,9 @@ def test_missing_or_duplicate_judgment(tampered, kind):
     write_lines(path, rows)
     bad = failed(ws, run_dir)
     assert set(bad) == {"ids_aligned"}
-    assert bad["ids_aligned"] == [f"judgments: missing {qid}" if kind == "missing" else f"judgments: {qid} appears 2 times"]
+    assert bad["ids_aligned"] == [
+        f"judgments: missing {qid}" if kind == "missing" else f"judgments: {qid} appears 2 times"
+    ]
 
 
 def test_window_violation_in_a_resealed_instance(tampered):
@@ -247,7 +278,9 @@ def test_window_violation_in_a_resealed_instance(tampered):
     assert load_instance(INSTANCE, ws).future.window.start == dt.date(2025, 10, 15)  # the seal verifies
     bad = failed(ws, run_dir)
     assert set(bad) == {"windows", "integrity"}  # the frozen set and RUN.json name the old instance seal
-    assert bad["windows"] == [f"future window (instance {INSTANCE}-future) starts 2025-10-15, not after cutoff {CUTOFF}"]
+    assert bad["windows"] == [
+        f"future window (instance {INSTANCE}-future) starts 2025-10-15, not after cutoff {CUTOFF}"
+    ]
 
 
 def test_record_in_both_corpora_and_a_past_id_from_a_later_month(tampered):
@@ -256,11 +289,16 @@ def test_record_in_both_corpora_and_a_past_id_from_a_later_month(tampered):
     shared_id = json.loads(shared)["id"]
     early = json.loads(corpus_lines(ws, f"{INSTANCE}-past")[0])
     early["id"] = "2512.99998"  # yymm 2512 > cutoff month 2025-10, dated on or before the cutoff
-    reseal_corpus_with(ws, f"{INSTANCE}-past", [shared, json.dumps(early, sort_keys=True, separators=(",", ":")).encode()])
+    reseal_corpus_with(
+        ws, f"{INSTANCE}-past", [shared, json.dumps(early, sort_keys=True, separators=(",", ":")).encode()]
+    )
     bad = failed(ws, run_dir)
     assert set(bad) == {"corpora_disjoint", "integrity"}  # the re-sealed manifest no longer matches the instance
     assert f"{shared_id}: in both corpora" in bad["corpora_disjoint"]
-    assert "2512.99998: arXiv id month 2025-12 is after the cutoff month, yet in the past corpus" in bad["corpora_disjoint"]
+    assert (
+        "2512.99998: arXiv id month 2025-12 is after the cutoff month, yet in the past corpus"
+        in bad["corpora_disjoint"]
+    )
     assert any("seal differs from the instance's" in o for o in bad["integrity"])
 
 
@@ -282,9 +320,9 @@ def test_changed_byte_in_a_corpus_record(tampered):
     lines = path.read_bytes().split(b"\n")
     victim = json.loads(lines[10])["id"]
     pos = lines[10].index(b'"abstract":"') + len(b'"abstract":"')
-    while not lines[10][pos:pos + 1].isalpha():
+    while not lines[10][pos : pos + 1].isalpha():
         pos += 1
-    lines[10] = lines[10][:pos] + (b"Q" if lines[10][pos:pos + 1] != b"Q" else b"R") + lines[10][pos + 1:]
+    lines[10] = lines[10][:pos] + (b"Q" if lines[10][pos : pos + 1] != b"Q" else b"R") + lines[10][pos + 1 :]
     path.write_bytes(b"\n".join(lines))
     bad = failed(ws, run_dir)
     assert set(bad) == {"integrity"}

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from backtest.compare import compare_runs
-from backtest.errors import CheckFailed
-from backtest.freeze import freeze_submission
-from backtest.instance import create_instance, load_instance
-from backtest.records import EvidenceItem, Judgment, JudgeInfo, RetrievalSettings
-from backtest.score import score_frozen
-from backtest.workspace import Workspace
+from backtest.analysis.compare import compare_runs
+from backtest.core.errors import CheckFailed
+from backtest.core.records import EvidenceItem, JudgeInfo, Judgment, RetrievalSettings
+from backtest.core.workspace import Workspace
+from backtest.corpus.instance import create_instance, load_instance
+from backtest.scoring.score import score_frozen
+from backtest.submit.freeze import freeze_submission
 
 from .test_freeze_helpers import metadata, past_records, question_rows, write_submission
 
@@ -45,9 +45,14 @@ class TopDocJudge:
 
     def judge(self, question, documents) -> Judgment:
         top = documents[:1]
-        return Judgment(question_id=question.question_id, outcome="partially_addressed" if top else "not_addressed",
-                        premise_status="still_plausible", evidence=[EvidenceItem(id=d.id) for d in top],
-                        supporting_ids=[d.id for d in top], judge=self.info())
+        return Judgment(
+            question_id=question.question_id,
+            outcome="partially_addressed" if top else "not_addressed",
+            premise_status="still_plausible",
+            evidence=[EvidenceItem(id=d.id) for d in top],
+            supporting_ids=[d.id for d in top],
+            judge=self.info(),
+        )
 
 
 @pytest.fixture
@@ -56,8 +61,15 @@ def frozen_ws(astro_ep_ws, tmp_path):
     shutil.copytree(astro_ep_ws.root, root)
     ws = Workspace(root)
     base = load_instance(BASE, ws)
-    create_instance(INSTANCE, base.cutoff, base.past.corpus_id, base.future.corpus_id, ws,
-                    retrieval=RetrievalSettings(method="bm25"), domain=base.domain)
+    create_instance(
+        INSTANCE,
+        base.cutoff,
+        base.past.corpus_id,
+        base.future.corpus_id,
+        ws,
+        retrieval=RetrievalSettings(method="bm25"),
+        domain=base.domain,
+    )
     rows = question_rows(past_records(ws, INSTANCE, n=5, seed=11), system="hand_score")
     write_submission(tmp_path / "sub", rows, metadata(len(rows), system="hand_score"))
     return ws, freeze_submission(tmp_path / "sub", INSTANCE, ws)
@@ -85,7 +97,9 @@ def test_score_marks_a_leaking_run_invalid(frozen_ws):
         assert doc["valid"] is False
         failed = {c["name"]: c for c in doc["leakage"] if c["status"] == "failed"}
         assert set(failed) == {"retrieved_in_future"}
-        assert failed["retrieved_in_future"]["offenders"] == [f"{rows[2]['question_id']}: {past.id} not in future corpus {BASE}-future"]
+        assert failed["retrieved_in_future"]["offenders"] == [
+            f"{rows[2]['question_id']}: {past.id} not in future corpus {BASE}-future"
+        ]
     report = (leaky.run_dir / "report.md").read_text()
     assert "valid (leakage checks): False" in report and "retrieved_in_future: failed" in report
 

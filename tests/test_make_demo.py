@@ -33,13 +33,25 @@ def test_make_demo_from_a_clean_clone(tmp_path):
     clone = tmp_path / "backtest"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO), str(clone)], check=True)
     (tmp_path / "shared").symlink_to(SHARED)
-    assert not (clone / "corpora" / "astro-2025-future").exists() and not (clone / "frozen").joinpath("LEDGER.jsonl").exists()
+    assert (
+        not (clone / "corpora" / "astro-2025-future").exists()
+        and not (clone / "frozen").joinpath("LEDGER.jsonl").exists()
+    )
 
-    env = {**os.environ, "BACKTEST_INDEX_CACHE": os.environ.get("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))}
+    env = {
+        **os.environ,
+        "BACKTEST_INDEX_CACHE": os.environ.get("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache")),
+    }
     env["PYTHONPATH"] = str(clone)  # the clone's own package, not the editable install's
     env.pop("BACKTEST_HOME", None)
-    done = subprocess.run(["make", "--no-print-directory", "demo", f"VENV={REPO / '.venv'}"], cwd=clone, env=env,
-                          capture_output=True, text=True, timeout=3000)
+    done = subprocess.run(
+        ["make", "--no-print-directory", "demo", f"VENV={REPO / '.venv'}"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     match = re.search(r"^report: (\S+report\.html)$", done.stdout, re.MULTILINE)
     assert match, done.stdout[-2000:]
@@ -51,11 +63,23 @@ def test_make_demo_from_a_clean_clone(tmp_path):
     assert (report.parent / "metrics.json").is_file() and (report.parent / "judgments.jsonl").stat().st_size > 0
 
     # the committed seals were reproduced, and the demo's freeze is on the clone's own ledger
-    verify = subprocess.run([str(REPO / ".venv" / "bin" / "backtest"), "verify", "frozen"], cwd=clone, env=env,
-                            capture_output=True, text=True, timeout=600)
+    verify = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "backtest"), "verify", "frozen"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # a second run reuses the frozen set and the complete run
-    again = subprocess.run(["make", "--no-print-directory", "demo", f"VENV={REPO / '.venv'}"], cwd=clone, env=env,
-                           capture_output=True, text=True, timeout=1200)
+    again = subprocess.run(
+        ["make", "--no-print-directory", "demo", f"VENV={REPO / '.venv'}"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert again.returncode == 0 and match.group(1) in again.stdout
     assert len((clone / "frozen" / "LEDGER.jsonl").read_text().splitlines()) == 1

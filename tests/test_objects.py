@@ -1,8 +1,8 @@
-"""backtest.objects: catalogued designations found, normalised, de-duplicated, in order."""
+"""backtest.text.objects: catalogued designations found, normalised, de-duplicated, in order."""
 
 import pytest
 
-from backtest.objects import find_objects, names_object
+from backtest.text.objects import find_objects, names_object
 
 CASES = [
     ("Is WASP-121 b hotter than WASP-121b suggests?", ["WASP-121 b"]),
@@ -13,8 +13,14 @@ CASES = [
     ("Gas in NGC 1275, M87 and M 31, and IC 342", ["NGC 1275", "M87", "M31", "IC 342"]),
     ("The brown dwarf 2MASS J04414489+2301513 and SDSS J1004+4112", ["2MASS J04414489+2301513", "SDSS J1004+4112"]),
     ("Gaia DR3 4373465352415301632 and PSR B1257+12", ["Gaia DR3 4373465352415301632", "PSR B1257+12"]),
-    ("Gliese 581 g, Proxima Centauri b, AU Mic b, beta Pic b, 51 Peg b, L 98-59", ["GJ 581 g", "Proxima Cen b", "AU Mic b", "beta Pic b", "51 Peg b", "L 98-59"]),
-    ("SN 1987A, SN 2011fe, GW170817, GRB 221009A, 3C 273 and Sgr A*", ["SN 1987A", "SN 2011fe", "GW170817", "GRB 221009A", "3C 273", "Sgr A*"]),
+    (
+        "Gliese 581 g, Proxima Centauri b, AU Mic b, beta Pic b, 51 Peg b, L 98-59",
+        ["GJ 581 g", "Proxima Cen b", "AU Mic b", "beta Pic b", "51 Peg b", "L 98-59"],
+    ),
+    (
+        "SN 1987A, SN 2011fe, GW170817, GRB 221009A, 3C 273 and Sgr A*",
+        ["SN 1987A", "SN 2011fe", "GW170817", "GRB 221009A", "3C 273", "Sgr A*"],
+    ),
 ]
 
 NEGATIVES = [
@@ -38,7 +44,7 @@ def test_no_false_positives(text):
 def test_release_questions_specificity():
     """The release's v1 pilot questions declare their objects; every declared object that the
     text names is found, and nothing undeclared is (TRAPPIST-1 for the declared planets)."""
-    from backtest.fileio import iter_jsonl
+    from backtest.core.fileio import iter_jsonl
 
     from .conftest import SQB
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from backtest.core.fileio import read_json, write_json, write_jsonl
+from backtest.core.records import Window
+from backtest.core.seal import with_seal
+from backtest.core.workspace import Workspace
 from backtest.corpus.store import CorpusStore
-from backtest.fileio import read_json, write_json, write_jsonl
-from backtest.prospective import Commitment, plan_grade, publish_line, verify_folder, window_fraction
-from backtest.records import Window
-from backtest.seal import with_seal
-from backtest.workspace import Workspace
+from backtest.studies.prospective import Commitment, plan_grade, publish_line, verify_folder, window_fraction
 
 from .conftest import DAILY, run_cli
 
@@ -38,24 +38,61 @@ def make_submission(folder: Path, ws, n: int = 4, system: str = "hand_ep") -> Pa
     rows = []
     for i, rec in enumerate(records):
         title = " ".join(rec.title.split())[:90]
-        rows.append({
-            "question_id": f"q_{i + 1:03d}", "question": TEMPLATES[i % len(TEMPLATES)].format(t=f"'{title}'"),
-            "domain": "exoplanets", "cutoff_date": CUTOFF, "generated_at": CUTOFF, "generation_system": system,
-            "source_evidence_ids": [rec.id], "rank": i + 1, "frozen": True,
-        })
+        rows.append(
+            {
+                "question_id": f"q_{i + 1:03d}",
+                "question": TEMPLATES[i % len(TEMPLATES)].format(t=f"'{title}'"),
+                "domain": "exoplanets",
+                "cutoff_date": CUTOFF,
+                "generated_at": CUTOFF,
+                "generation_system": system,
+                "source_evidence_ids": [rec.id],
+                "rank": i + 1,
+                "frozen": True,
+            }
+        )
     folder.mkdir(parents=True)
     write_jsonl(folder / "questions.jsonl", rows)
-    write_json(folder / "metadata.json", {
-        "system_name": system, "description": "hand-made questions from astro-2025 past astro-ph.EP papers",
-        "cutoff_date": CUTOFF, "domain": "exoplanets", "n_questions": len(rows), "frozen": True,
-    })
+    write_json(
+        folder / "metadata.json",
+        {
+            "system_name": system,
+            "description": "hand-made questions from astro-2025 past astro-ph.EP papers",
+            "cutoff_date": CUTOFF,
+            "domain": "exoplanets",
+            "n_questions": len(rows),
+            "frozen": True,
+        },
+    )
     return folder
 
 
 def commit_args(ws, subs, cid="prosp-ep", extra=()):
-    return ["prospective", "commit", cid, "--cutoff", CUTOFF, "--window", WINDOW, "--schedule", SCHEDULE,
-            *[a for s in subs for a in ("--submissions", s)], "--source", "arxiv-daily", "--input", DAILY,
-            "--categories", "astro-ph.EP", "--past", "astro-2025-ep-past", "--retriever", "bm25", "--k", "4", *extra]
+    return [
+        "prospective",
+        "commit",
+        cid,
+        "--cutoff",
+        CUTOFF,
+        "--window",
+        WINDOW,
+        "--schedule",
+        SCHEDULE,
+        *[a for s in subs for a in ("--submissions", s)],
+        "--source",
+        "arxiv-daily",
+        "--input",
+        DAILY,
+        "--categories",
+        "astro-ph.EP",
+        "--past",
+        "astro-2025-ep-past",
+        "--retriever",
+        "bm25",
+        "--k",
+        "4",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -102,11 +139,19 @@ def test_commit_writes_a_sealed_verifiable_commitment(committed, cli):
     assert [s.system for s in commitment.systems] == ["hand_ep"]
     listed = [line.split("  ", 1)[1] for line in (folder / "SHA256SUMS").read_text().splitlines()]
     assert listed == sorted(listed)
-    assert {"instance.json", "past_manifest.json", "submissions/hand_ep/questions.jsonl",
-            "submissions/hand_ep/metadata.json", "submissions/hand_ep/FROZEN.json"} == set(listed)
+    assert {
+        "instance.json",
+        "past_manifest.json",
+        "submissions/hand_ep/questions.jsonl",
+        "submissions/hand_ep/metadata.json",
+        "submissions/hand_ep/FROZEN.json",
+    } == set(listed)
     # the instance is past-only: the future is declared, not built
     instance = read_json(folder / "instance.json")
-    assert instance["future"] is None and instance["future_declaration"]["window"] == {"start": "2025-11-01", "end": "2026-07-01"}
+    assert instance["future"] is None and instance["future_declaration"]["window"] == {
+        "start": "2025-11-01",
+        "end": "2026-07-01",
+    }
     code, vout, err = cli(["prospective", "verify", folder])
     assert code == 0, err
     assert commitment.root in vout and "prosp-ep" in vout
@@ -167,7 +212,7 @@ def test_grade_plan_fraction_and_provisional_flag(committed):
 
 @pytest.mark.slow
 def test_grade_end_to_end_with_the_offline_judge(committed, cli, tmp_path):
-    pytest.importorskip("backtest.score", reason="scoring (backtest.score) is not in this build yet")
+    pytest.importorskip("backtest.scoring.score", reason="scoring (backtest.scoring.score) is not in this build yet")
     ws = Workspace(tmp_path / "ws")
     shutil.copytree(committed[0].root, ws.root)
     folder = ws.root / "prospective" / "prosp-ep"
@@ -184,7 +229,9 @@ def test_grade_end_to_end_with_the_offline_judge(committed, cli, tmp_path):
     code, out, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01", "--json"], root=ws.root)
     assert code == 0, err
     summary = json.loads(out)
-    assert summary["provisional"] is False and summary["window_fraction"] == 1.0 and summary["scheduled"] == "2026-07-01"
+    assert (
+        summary["provisional"] is False and summary["window_fraction"] == 1.0 and summary["scheduled"] == "2026-07-01"
+    )
     row = summary["systems"][0]
     assert row["system"] == "hand_ep" and row["n"] == 4 and row["valid"] is True
     run = folder / row["graded_run"]
@@ -229,9 +276,11 @@ def test_missing_retriever_model_is_reported(astro_ep_ws, copy_ws, cli, monkeypa
     code, _, err = cli(args, root=ws.root)
     assert code == 0, err
     folder = ws.root / "prospective" / "prosp-dense"
-    assert read_json(folder / "instance.json")["future_declaration"]["retrieval_model_fingerprint"].startswith("all-MiniLM-L6-v2:")
-    import backtest.embed as embed
-    from backtest.errors import BadInput
+    assert read_json(folder / "instance.json")["future_declaration"]["retrieval_model_fingerprint"].startswith(
+        "all-MiniLM-L6-v2:"
+    )
+    import backtest.text.embed as embed
+    from backtest.core.errors import BadInput
 
     def gone(name):
         raise BadInput(f"embedding model {name!r}: no such folder on disk")
@@ -246,7 +295,10 @@ def test_changed_judge_code_is_reported_not_swapped(committed, cli, monkeypatch)
     """The offline judge's identity (protocol, lexicon and settings hashes) is committed; if the code that
     would label the questions changed since, grading refuses instead of using the new judge."""
     ws, folder = committed
-    assert Commitment.model_validate(read_json(folder / "COMMITMENT.json")).future_declaration["judge_info"]["name"] == "offline"
+    assert (
+        Commitment.model_validate(read_json(folder / "COMMITMENT.json")).future_declaration["judge_info"]["name"]
+        == "offline"
+    )
     import backtest.judge.fitted as fitted
 
     monkeypatch.setattr(fitted, "PROTOCOL", fitted.PROTOCOL + "-edited")

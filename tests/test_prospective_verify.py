@@ -8,13 +8,15 @@ import stat
 
 import pytest
 
-from backtest.prospective import sum_entries, sums_root, verify_folder
-from backtest.seal import merkle_root
+from backtest.core.seal import merkle_root
+from backtest.studies.prospective import sum_entries, sums_root, verify_folder
 
 from .conftest import SQB
 
 RELEASE = SQB / "submissions" / "prospective_2026"
-needs_release = pytest.mark.skipif(not (RELEASE / "SHA256SUMS").is_file(), reason=f"reference release not found at {RELEASE}")
+needs_release = pytest.mark.skipif(
+    not (RELEASE / "SHA256SUMS").is_file(), reason=f"reference release not found at {RELEASE}"
+)
 
 
 @pytest.fixture
@@ -76,8 +78,10 @@ def test_rewritten_sums_changes_the_root(release_copy):
     target.write_bytes(target.read_bytes() + b"\n")
     sums = release_copy / "SHA256SUMS"
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    lines = [f"{digest}  random_claim/questions.jsonl" if line.endswith("random_claim/questions.jsonl") else line
-             for line in sums.read_text().splitlines()]
+    lines = [
+        f"{digest}  random_claim/questions.jsonl" if line.endswith("random_claim/questions.jsonl") else line
+        for line in sums.read_text().splitlines()
+    ]
     sums.write_text("\n".join(lines) + "\n")
     after = verify_folder(release_copy)
     assert after.ok and after.root != before
@@ -105,7 +109,7 @@ def test_random_byte_flips_anywhere_always_fail(cli, release_copy):
             rel = path.relative_to(release_copy).as_posix()
             if rel == "SHA256SUMS" and (bytes(data).lower() == original.lower() or original[pos] == 0x0A):
                 # 'a' -> 'A' in a digest is the same digest; a newline turned into another line break
-                # (\v, \f) is read as the same lines by backtest.sums (str.splitlines)
+                # (\v, \f) is read as the same lines by backtest.core.sums (str.splitlines)
                 continue
             path.write_bytes(bytes(data))
             result = verify_folder(release_copy)

@@ -14,21 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backtest.core.errors import CheckFailed
+from backtest.core.records import Question
+from backtest.core.workspace import Workspace
 from backtest.corpus.build import load_manifest
 from backtest.corpus.future import open_future_corpus
+from backtest.corpus.instance import load_instance, open_past_corpus
 from backtest.corpus.store import CorpusStore
-from backtest.errors import CheckFailed
-from backtest.freeze import freeze_submission
-from backtest.instance import load_instance, open_past_corpus
-from backtest.records import Question
-from backtest.retrieve import get_retriever, load_future_docs, retrieve_questions
-from backtest.retrieve import pipeline
+from backtest.retrieve import get_retriever, load_future_docs, pipeline, retrieve_questions
 from backtest.retrieve.bm25 import build_okapi_index, okapi_scores, tokenize
 from backtest.retrieve.hybrid import rrf_fuse
 from backtest.retrieve.index_store import META_FILE
 from backtest.retrieve.pipeline import ELLIPSIS, clip, shown_text
 from backtest.retrieve.protocol import top_k
-from backtest.workspace import Workspace
+from backtest.submit.freeze import freeze_submission
 
 from .conftest import REPO
 
@@ -45,9 +44,17 @@ def index_cache(monkeypatch):
 
 
 def question(qid: str, text: str, rank: int = 1) -> Question:
-    return Question(question_id=qid, question=text, domain="astrophysics", cutoff_date="2025-10-31",
-                    generated_at="2025-11-02T10:00:00Z", generation_system="hand", source_evidence_ids=["x"],
-                    rank=rank, frozen=True)
+    return Question(
+        question_id=qid,
+        question=text,
+        domain="astrophysics",
+        cutoff_date="2025-10-31",
+        generated_at="2025-11-02T10:00:00Z",
+        generation_system="hand",
+        source_evidence_ids=["x"],
+        rank=rank,
+        frozen=True,
+    )
 
 
 def future_docs(ws: Workspace):
@@ -59,13 +66,29 @@ def freeze_hand_set(ws: Workspace, folder: Path, n: int = 6) -> Path:
     past = open_past_corpus(load_instance(INSTANCE, ws), ws)
     records = [past.get(i) for i in random.Random(1).sample(sorted(past.dates), n)]
     folder.mkdir(parents=True)
-    rows = [{"question_id": f"q_{k:03d}", "question": f"What follows from the result of '{' '.join(r.title.split())}'?",
-             "domain": "astrophysics", "cutoff_date": "2025-10-31", "generated_at": "2025-11-02T10:00:00Z",
-             "generation_system": "hand_ret", "source_evidence_ids": [r.id], "rank": k, "frozen": True}
-            for k, r in enumerate(records, start=1)]
+    rows = [
+        {
+            "question_id": f"q_{k:03d}",
+            "question": f"What follows from the result of '{' '.join(r.title.split())}'?",
+            "domain": "astrophysics",
+            "cutoff_date": "2025-10-31",
+            "generated_at": "2025-11-02T10:00:00Z",
+            "generation_system": "hand_ret",
+            "source_evidence_ids": [r.id],
+            "rank": k,
+            "frozen": True,
+        }
+        for k, r in enumerate(records, start=1)
+    ]
     (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    meta = {"system_name": "hand_ret", "description": "Hand-written questions from past titles; no LLM.",
-            "cutoff_date": "2025-10-31", "domain": "astrophysics", "n_questions": n, "frozen": True}
+    meta = {
+        "system_name": "hand_ret",
+        "description": "Hand-written questions from past titles; no LLM.",
+        "cutoff_date": "2025-10-31",
+        "domain": "astrophysics",
+        "n_questions": n,
+        "frozen": True,
+    }
     (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
     return freeze_submission(folder, INSTANCE, ws)
 
@@ -89,7 +112,10 @@ def test_bm25_scores_equal_rank_bm25_okapi(astro_ep_ws):
     ours = build_okapi_index(tokens, k1=1.5, b=0.75, epsilon=0.25)
     floored = sorted(w for w, v in reference.idf.items() if v == reference.epsilon * reference.average_idf)
     assert floored, "the sample should hold terms in over half the documents (negative idf, floored)"
-    queries = [docs.titles[r] for r in rows[:25]] + [" ".join(floored[:3] + ["transit", "transit", "JWST"]), "zzzz qqqq"]
+    queries = [docs.titles[r] for r in rows[:25]] + [
+        " ".join(floored[:3] + ["transit", "transit", "JWST"]),
+        "zzzz qqqq",
+    ]
     worst = 0.0
     for text in queries:
         q = tokenize(text)

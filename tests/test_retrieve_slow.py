@@ -13,7 +13,7 @@ import random
 import pytest
 
 from backtest.corpus.future import open_future_corpus
-from backtest.instance import load_instance
+from backtest.corpus.instance import load_instance
 from backtest.retrieve import get_retriever, load_future_docs
 
 from .conftest import REPO

@@ -23,14 +23,14 @@ from pathlib import Path
 import pytest
 import requests
 
-from backtest.demo import make_demo_submission
-from backtest.errors import BadInput, CheckFailed
-from backtest.fileio import iter_jsonl, read_json
-from backtest.freeze import freeze_submission
-from backtest.instance import load_instance, open_past_corpus
-from backtest.score import score_frozen
-from backtest.seal import sha256_file
-from backtest.workspace import Workspace
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.fileio import iter_jsonl, read_json
+from backtest.core.seal import sha256_file
+from backtest.core.workspace import Workspace
+from backtest.corpus.instance import load_instance, open_past_corpus
+from backtest.scoring.score import score_frozen
+from backtest.studies.demo import make_demo_submission
+from backtest.submit.freeze import freeze_submission
 from tests.conftest import REPO, run_cli
 from tests.llm_server import LLM_MODEL
 
@@ -139,8 +139,18 @@ def test_score_refuses_unfrozen_tampered_and_clashing_runs(score_ws, tmp_path, c
 
 
 def _score_cmd(ws: Workspace, frozen: Path, run_id: str) -> list[str]:
-    return [sys.executable, "-c", "from backtest.cli.main import main; main()", "--root", str(ws.root),
-            "score", str(frozen), "--run-id", run_id, "--no-progress"]
+    return [
+        sys.executable,
+        "-c",
+        "from backtest.cli.main import main; main()",
+        "--root",
+        str(ws.root),
+        "score",
+        str(frozen),
+        "--run-id",
+        run_id,
+        "--no-progress",
+    ]
 
 
 @pytest.mark.timeout(3600)
@@ -161,7 +171,9 @@ def test_sigkill_at_random_moments_then_resume_is_byte_identical(score_ws):
     serial = 0
     run_id = f"kill{serial}"
     while kills < 10:
-        proc = subprocess.Popen(_score_cmd(ws, three, run_id), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            _score_cmd(ws, three, run_id), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         try:
             _, err = proc.communicate(timeout=rng.uniform(0.5, wall * 1.1))
             assert proc.returncode == 0, err.decode()
@@ -187,8 +199,8 @@ def test_sigkill_at_random_moments_then_resume_is_byte_identical(score_ws):
 
 def test_torn_partial_line_is_cut_and_rejudged(score_ws):
     """A write torn by SIGKILL leaves half a line: resume cuts it and judges that question again."""
-    from backtest.records import Judgment
-    from backtest.score import PARTIAL, partial_line, recover_partial
+    from backtest.core.records import Judgment
+    from backtest.scoring.score import PARTIAL, partial_line, recover_partial
 
     ws, five, _ = score_ws
     ref_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"
@@ -217,8 +229,8 @@ def test_edited_partial_line_is_rejudged_not_kept(score_ws):
     """An outcome edited in the partial file (its chain hash no longer matches) is judged again on resume.
 
     Before the partial lines were chained, the edit survived the resume and the run was valid."""
-    from backtest.records import Judgment
-    from backtest.score import PARTIAL, partial_line
+    from backtest.core.records import Judgment
+    from backtest.scoring.score import PARTIAL, partial_line
 
     ws, five, _ = score_ws
     ref_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"
@@ -232,7 +244,9 @@ def test_edited_partial_line_is_rejudged_not_kept(score_ws):
         chained.append(raw)
     first = json.loads(lines[0])
     forged = {**first, "outcome": "answered" if first["outcome"] != "answered" else "posed_but_open"}
-    edited = chained[0].split(b" ", 1)[0] + b" " + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    edited = (
+        chained[0].split(b" ", 1)[0] + b" " + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    )
     run_dir = ws.results / INSTANCE / "demo_claims" / "edited"
     run_dir.mkdir(parents=True)
     shutil.copy(ref_dir / "retrieval.jsonl", run_dir / "retrieval.jsonl")
@@ -255,11 +269,26 @@ def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:
     got an unterminated string at character 212, four times at temperature 0, so a
     judge_failed judgment), so it allows about one token per character of that bound.
     """
-    settings = {"kind": "llm", "name": "gemma-test", "base_url": base_url, "model": LLM_MODEL,
-                "api_key_env": "BACKTEST_TEST_LLM_KEY", "temperature": 0.0, "max_tokens": 320, "concurrency": 2,
-                "timeout_s": 900, "max_retries": 3, "backoff_s": 0.2, "prompt": COMPACT_PROMPT.as_posix(),
-                "max_doc_chars": 120, "max_documents": 2, "max_rationale_chars": 60, "max_relevance_chars": 24,
-                "cache": cache.as_posix(), **extra}
+    settings = {
+        "kind": "llm",
+        "name": "gemma-test",
+        "base_url": base_url,
+        "model": LLM_MODEL,
+        "api_key_env": "BACKTEST_TEST_LLM_KEY",
+        "temperature": 0.0,
+        "max_tokens": 320,
+        "concurrency": 2,
+        "timeout_s": 900,
+        "max_retries": 3,
+        "backoff_s": 0.2,
+        "prompt": COMPACT_PROMPT.as_posix(),
+        "max_doc_chars": 120,
+        "max_documents": 2,
+        "max_rationale_chars": 60,
+        "max_relevance_chars": 24,
+        "cache": cache.as_posix(),
+        **extra,
+    }
     lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -281,7 +310,9 @@ def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server,
     ws, five, _ = score_ws
     monkeypatch.setenv("BACKTEST_TEST_LLM_KEY", API_KEY)
     cfg = judge_config(tmp_path / "gemma-test.toml", llm_server, ws.cache / "llm-e2e.sqlite")
-    code, out, err = run_cli(["score", str(five), "--judge", str(cfg), "--run-id", "llm-a", "--json"], root=ws.root, capsys=capsys)
+    code, out, err = run_cli(
+        ["score", str(five), "--judge", str(cfg), "--run-id", "llm-a", "--json"], root=ws.root, capsys=capsys
+    )
     assert code == 0, err
     first = json.loads(out)
     assert first["status"] == "complete" and first["judged_now"] == 5
@@ -292,7 +323,9 @@ def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server,
     assert len(judgments) == 5
     for j in judgments:
         assert j["judge"]["name"] == "gemma-test" and j["judge"]["model"] == LLM_MODEL
-        assert j["judge"]["prompt_sha256"] == sha256_file(COMPACT_PROMPT) and j["judge"]["config_sha256"] == sha256_file(cfg)
+        assert j["judge"]["prompt_sha256"] == sha256_file(COMPACT_PROMPT) and j["judge"][
+            "config_sha256"
+        ] == sha256_file(cfg)
         assert j["tokens"]["prompt_tokens"] > 0
         shown = [d["id"] for d in retrievals[j["question_id"]]["documents"][:2]]
         assert set(j["supporting_ids"]) <= set(shown)
@@ -304,15 +337,19 @@ def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server,
     run = read_json(run_dir / "RUN.json")
     assert run["valid"] is True and run["tokens_total"]["prompt_tokens"] > 0
 
-    code, out, err = run_cli(["score", str(five), "--judge", str(cfg), "--run-id", "llm-b", "--json"], root=ws.root, capsys=capsys)
+    code, out, err = run_cli(
+        ["score", str(five), "--judge", str(cfg), "--run-id", "llm-b", "--json"], root=ws.root, capsys=capsys
+    )
     assert code == 0, err
     second = json.loads(out)
     assert second["http_calls"] == 0 and second["cache_hits"] >= 5 and second["judged_now"] == 5
     assert judgment_bytes(Path(second["run_dir"])) == judgment_bytes(run_dir)
     assert assert_key_written_nowhere(ws.results, ws.cache) > 10
-    print(f"llm e2e: {first['http_calls']} HTTP calls, {first['prompt_tokens']} prompt + {first['completion_tokens']} "
-          f"completion tokens; rerun {second['http_calls']} calls, {second['cache_hits']} cache hits; "
-          f"outcomes {[j['outcome'] for j in judgments]}, flagged {sum(bool(j['needs_review']) for j in judgments)}")
+    print(
+        f"llm e2e: {first['http_calls']} HTTP calls, {first['prompt_tokens']} prompt + {first['completion_tokens']} "
+        f"completion tokens; rerun {second['http_calls']} calls, {second['cache_hits']} cache hits; "
+        f"outcomes {[j['outcome'] for j in judgments]}, flagged {sum(bool(j['needs_review']) for j in judgments)}"
+    )
 
 
 class FaultProxy:
@@ -325,8 +362,15 @@ class FaultProxy:
     so a repeated request (a retry) is served again without another generation.
     """
 
-    def __init__(self, upstream: str, plan: list[str], foreign_always: str = "", foreign_once: str = "",
-                 hang_s: float = 0.0, memo: dict | None = None):
+    def __init__(
+        self,
+        upstream: str,
+        plan: list[str],
+        foreign_always: str = "",
+        foreign_once: str = "",
+        hang_s: float = 0.0,
+        memo: dict | None = None,
+    ):
         self.upstream, self.plan, self.hang_s = upstream, list(plan), hang_s
         self.foreign_always, self.foreign_once = foreign_always, foreign_once
         self.memo = memo if memo is not None else {}
@@ -364,8 +408,9 @@ class FaultProxy:
                     time.sleep(outer.hang_s)
                     return self._send(504, b"")
                 if raw not in outer.memo:
-                    up = requests.post(outer.upstream + self.path, data=raw, headers={"Content-Type": "application/json"},
-                                       timeout=1800)
+                    up = requests.post(
+                        outer.upstream + self.path, data=raw, headers={"Content-Type": "application/json"}, timeout=1800
+                    )
                     with outer.lock:
                         outer.upstream_calls += 1
                     outer.memo[raw] = (up.status_code, up.content)
@@ -375,8 +420,9 @@ class FaultProxy:
                 first_try = len(body["messages"]) == 2
                 if fault == "badjson":
                     data["choices"][0]["message"]["content"] = '{"outcome": "answered", "evid'
-                elif (outer.foreign_always and outer.foreign_always in user) or \
-                        (outer.foreign_once and outer.foreign_once in user and first_try):
+                elif (outer.foreign_always and outer.foreign_always in user) or (
+                    outer.foreign_once and outer.foreign_once in user and first_try
+                ):
                     answer = json.loads(data["choices"][0]["message"]["content"])
                     answer["outcome"] = "answered"
                     answer["evidence"] = [{"id": "9999.99999", "relevance": "injected: not shown"}]
@@ -408,10 +454,17 @@ def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp
     monkeypatch.setenv("BACKTEST_TEST_LLM_KEY", API_KEY)
     questions = [o for _, o in iter_jsonl(three / "questions.jsonl")]
     memo: dict = {}
-    proxy = FaultProxy(llm_server, ["500", "429", "badjson"], foreign_always=questions[0]["question"],
-                       foreign_once=questions[1]["question"], memo=memo)
+    proxy = FaultProxy(
+        llm_server,
+        ["500", "429", "badjson"],
+        foreign_always=questions[0]["question"],
+        foreign_once=questions[1]["question"],
+        memo=memo,
+    )
     try:
-        cfg = judge_config(tmp_path / "faulty.toml", proxy.url, ws.cache / "llm-faults.sqlite", concurrency=1, name="gemma-faulty")
+        cfg = judge_config(
+            tmp_path / "faulty.toml", proxy.url, ws.cache / "llm-faults.sqlite", concurrency=1, name="gemma-faulty"
+        )
         judge = get_judge(str(cfg), ws)
         result = score_frozen(three, ws, run_id="llm-faults", judge=judge)
     finally:
@@ -440,11 +493,23 @@ def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp
     assert read_json(result.run_dir / "RUN.json")["valid"] is True
 
     # a timeout: the first request hangs past the client's timeout, the retry succeeds
-    hang = FaultProxy(llm_server, ["hang"], foreign_always=questions[0]["question"], foreign_once=questions[1]["question"],
-                      hang_s=6, memo=memo)
+    hang = FaultProxy(
+        llm_server,
+        ["hang"],
+        foreign_always=questions[0]["question"],
+        foreign_once=questions[1]["question"],
+        hang_s=6,
+        memo=memo,
+    )
     try:
-        cfg2 = judge_config(tmp_path / "faulty2.toml", hang.url, ws.cache / "llm-faults-2.sqlite", concurrency=1,
-                            name="gemma-faulty", timeout_s=4)
+        cfg2 = judge_config(
+            tmp_path / "faulty2.toml",
+            hang.url,
+            ws.cache / "llm-faults-2.sqlite",
+            concurrency=1,
+            name="gemma-faulty",
+            timeout_s=4,
+        )
         judge2 = get_judge(str(cfg2), ws)
         result2 = score_frozen(three, ws, run_id="llm-faults-timeout", judge=judge2)
     finally:
@@ -455,8 +520,10 @@ def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp
     assert {q: strip(j) for q, j in again.items()} == {q: strip(j) for q, j in judgments.items()}
     assert hang.upstream_calls == 0  # every answer came from the proxy's memory of the real server's answers
     assert assert_key_written_nowhere(ws.results, ws.cache) > 10
-    print(f"fault test: retry reasons {reasons}; upstream generations {proxy.upstream_calls}; "
-          f"flagged {[q for q, j in judgments.items() if j['needs_review']]}")
+    print(
+        f"fault test: retry reasons {reasons}; upstream generations {proxy.upstream_calls}; "
+        f"flagged {[q for q, j in judgments.items() if j['needs_review']]}"
+    )
 
 
 # --------------------------------------------------------------------------- the report in a browser
@@ -468,7 +535,7 @@ def _near(pixels, rgb: tuple[int, int, int], tol: int = 12) -> int:
 
 
 def _hex(colour: str) -> tuple[int, int, int]:
-    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+    return tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
 
 
 def test_report_renders_in_headless_chromium(score_ws, tmp_path):
@@ -479,7 +546,7 @@ def test_report_renders_in_headless_chromium(score_ws, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
         pytest.skip("chromium not installed (make install-browser)")
-    from backtest.report import _COLORS, HIST_COLOR
+    from backtest.scoring.report import _COLORS, HIST_COLOR
 
     ws, five, _ = score_ws
     run_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"
@@ -487,10 +554,25 @@ def test_report_renders_in_headless_chromium(score_ws, tmp_path):
         score_frozen(five, ws, run_id="offline-a")
     shot = tmp_path / "report.png"
     # the background-networking flags keep Chromium from dialling Google's hosts on this closed network
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1200,2400",
-                    (run_dir / "report.html").as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1200,2400",
+            (run_dir / "report.html").as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     assert shot.is_file() and shot.stat().st_size > 20000
     from PIL import Image
 

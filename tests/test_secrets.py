@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -29,13 +29,23 @@ def _echo_server(mode: str):
         def do_POST(self):  # noqa: N802 - http.server's naming
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             # the Authorization header first, so that it falls inside any prefix of the body an error message keeps
-            echoed = "\n".join(f"{k}: {v}" for k, v in sorted(self.headers.items(), key=lambda kv: kv[0] != "Authorization"))
+            echoed = "\n".join(
+                f"{k}: {v}" for k, v in sorted(self.headers.items(), key=lambda kv: kv[0] != "Authorization")
+            )
             if mode == "400":
                 body, status = json.dumps({"error": {"message": f"bad request; you sent:\n{echoed}"}}), 400
             else:
-                body, status = json.dumps({"choices": [{"message": {"content": f"not json, headers were {echoed}"},
-                                                        "finish_reason": "stop"}],
-                                           "usage": {"prompt_tokens": 5, "completion_tokens": 7}}), 200
+                body, status = (
+                    json.dumps(
+                        {
+                            "choices": [
+                                {"message": {"content": f"not json, headers were {echoed}"}, "finish_reason": "stop"}
+                            ],
+                            "usage": {"prompt_tokens": 5, "completion_tokens": 7},
+                        }
+                    ),
+                    200,
+                )
             data = body.encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -55,9 +65,11 @@ def echo_judge_config(ws, server, mode: str) -> Path:
     """judges/echo-MODE.toml: an LLM judge on the echo server whose key is read from $ECHO_KEY."""
     config = ws.judges / f"echo-{mode}.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\nmodel = "echo"\n'
-                      f'api_key_env = "ECHO_KEY"\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
-                      f'cache = ".cache/echo-{mode}.sqlite"\nprompt = "{PROMPT}"\n')
+    config.write_text(
+        f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\nmodel = "echo"\n'
+        f'api_key_env = "ECHO_KEY"\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
+        f'cache = ".cache/echo-{mode}.sqlite"\nprompt = "{PROMPT}"\n'
+    )
     return config
 
 
@@ -79,8 +91,11 @@ def test_key_quoted_back_by_the_endpoint_is_never_written(frozen_set, cli, monke
         server.shutdown()
     assert KEY not in out + err
     run_dir = ws.results / INSTANCE / "random_claims" / f"echo-{mode}"
-    judgments = (run_dir / "judgments.jsonl").read_text() if (run_dir / "judgments.jsonl").is_file() else \
-        (run_dir / "judgments.partial.jsonl").read_text()
+    judgments = (
+        (run_dir / "judgments.jsonl").read_text()
+        if (run_dir / "judgments.jsonl").is_file()
+        else (run_dir / "judgments.partial.jsonl").read_text()
+    )
     assert "judge_failed" in judgments
     if mode == "400":
         assert "[redacted]" in judgments  # the endpoint's error text is kept, the key in it is not

@@ -15,14 +15,14 @@ import datetime as dt
 
 import pytest
 
-from backtest.fileio import iter_jsonl, read_json
-from backtest.freeze import is_frozen_and_intact
+from backtest.core.fileio import iter_jsonl, read_json
+from backtest.core.records import Judgment, Question, Retrieval
+from backtest.core.seal import sha256_file
+from backtest.core.workspace import Workspace
 from backtest.interop.sqb import judgment_from_release
-from backtest.ledger import read_ledger
-from backtest.metrics import compute_metrics, release_metrics
-from backtest.records import Judgment, Question, Retrieval
-from backtest.seal import sha256_file
-from backtest.workspace import Workspace
+from backtest.scoring.metrics import compute_metrics, release_metrics
+from backtest.submit.freeze import is_frozen_and_intact
+from backtest.submit.ledger import read_ledger
 
 from .conftest import SQB
 from .sqb_common import RUNS, imported_release, needs_sqb
@@ -69,7 +69,7 @@ def test_judgments_and_retrieval_records():
     assert "adjudication_status" in rows[0] and "retrieval_top_similarity" in rows[0]
     v1 = [Judgment.model_validate(r) for _, r in iter_jsonl(root / RUNS["evidence_graph_v1"] / "judgments.jsonl")]
     assert {x.provenance for x in v1} == {"adjudicated"} and all(x.adjudication["decision"] == "accept" for x in v1)
-    assert all(getattr(x, "source_premise_status") for x in v1)
+    assert all(x.source_premise_status for x in v1)
     ret = [Retrieval.model_validate(r) for _, r in iter_jsonl(root / RUNS["random_claim"] / "retrieval.jsonl")]
     assert len(ret) == 125 and ret[0].k == 8 and len(ret[0].documents) == 8
     assert all(d.abstract == "" for d in ret[0].documents) and ret[0].text_available is False
@@ -102,12 +102,18 @@ def test_paper_headline_numbers():
 def test_comparison_json_rows_reproduced():
     """Every k, n, rate and ci95 (4 decimals) of the release's comparison rows."""
     ref = read_json(SQB / "results/astronomy_v1L/comparison.json")["instances"]
-    cases = [(ref["v1L"][name], name) for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")]
+    cases = [
+        (ref["v1L"][name], name) for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")
+    ]
     cases.append((ref["v1"]["evidence_graph_adjudicated"], "evidence_graph_v1"))
     for rows, name in cases:
         m = metrics_of(name)
-        ours = {"engaged": m["coverage"], "answered": m["answered_rate"],
-                "posed_but_open": m["outcomes"]["posed_but_open"], "refuted": m["premise_refutation_rate"]}
+        ours = {
+            "engaged": m["coverage"],
+            "answered": m["answered_rate"],
+            "posed_but_open": m["outcomes"]["posed_but_open"],
+            "refuted": m["premise_refutation_rate"],
+        }
         for metric, want in rows.items():
             got = ours[metric]
             assert (got["k"], got["n"]) == (want["k"], want["n"]), (name, metric)
@@ -117,8 +123,13 @@ def test_comparison_json_rows_reproduced():
 
 def test_release_metrics_json_reproduced_exactly():
     """Every field of results/<name>_L/metrics.json that our metrics define, exactly."""
-    files = {"random_claim": "random_claim_L", "citation_leader": "citation_leader_L", "direct_llm": "direct_llm_L",
-             "review_future_work": "review_future_work_L", "evidence_graph_v1": "astronomy_v1"}
+    files = {
+        "random_claim": "random_claim_L",
+        "citation_leader": "citation_leader_L",
+        "direct_llm": "direct_llm_L",
+        "review_future_work": "review_future_work_L",
+        "evidence_graph_v1": "astronomy_v1",
+    }
     for name, folder in files.items():
         ref = read_json(SQB / f"results/{folder}/metrics.json")
         ours = metrics_of(name)["release"]
@@ -137,7 +148,10 @@ def test_lag_by_day_and_unknown_labels_on_release_records():
     """Our lag is by day from published dates; unknown labels are flagged, not mapped."""
     root = imported_release()
     run = root / RUNS["evidence_graph_v1"]
-    questions = [Question.model_validate(r) for _, r in iter_jsonl(root / "frozen/sqb-astronomy-v1/evidence_graph_v1/v1/questions.jsonl")]
+    questions = [
+        Question.model_validate(r)
+        for _, r in iter_jsonl(root / "frozen/sqb-astronomy-v1/evidence_graph_v1/v1/questions.jsonl")
+    ]
     judgments = [Judgment.model_validate(r) for _, r in iter_jsonl(run / "judgments.jsonl")]
     retrievals = [Retrieval.model_validate(r) for _, r in iter_jsonl(run / "retrieval.jsonl")]
     # date each cited paper on 1 July of its bibcode year; the by-day lag counts days from the cutoff
@@ -145,13 +159,25 @@ def test_lag_by_day_and_unknown_labels_on_release_records():
         for d in r.documents:
             d.published = dt.date(int(d.id[:4]), 7, 1)
     m = compute_metrics(questions, judgments, retrievals, "2020-12-31")
-    expected = [(dt.date(min(int(i[:4]) for i in j.supporting_ids), 7, 1) - dt.date(2020, 12, 31)).days / 365.25 for j in judgments]
+    expected = [
+        (dt.date(min(int(i[:4]) for i in j.supporting_ids), 7, 1) - dt.date(2020, 12, 31)).days / 365.25
+        for j in judgments
+    ]
     assert m["first_engagement_lag_years"]["n"] == 10 and m["first_engagement_lag_years"]["n_undated_citations"] == 0
     assert m["first_engagement_lag_years"]["mean"] == pytest.approx(sum(expected) / 10)
-    assert m["first_engagement_lag_years"]["mean"] == pytest.approx(2.9 - 0.5, abs=0.01)  # year convention minus half a year
+    assert m["first_engagement_lag_years"]["mean"] == pytest.approx(
+        2.9 - 0.5, abs=0.01
+    )  # year convention minus half a year
     assert m["release"]["first_engagement_lag_years"]["mean"] == 2.9
-    odd = judgment_from_release({"question_id": questions[0].question_id, "outcome": "resolved", "premise_status": "maybe",
-                                 "supporting_bibcodes": []}, "test:1")
+    odd = judgment_from_release(
+        {
+            "question_id": questions[0].question_id,
+            "outcome": "resolved",
+            "premise_status": "maybe",
+            "supporting_bibcodes": [],
+        },
+        "test:1",
+    )
     assert odd.needs_review == ["unknown outcome label 'resolved'", "unknown premise_status label 'maybe'"]
     m = compute_metrics(questions, [odd, *judgments[1:]], retrievals, "2020-12-31")
     assert m["unknown_labels"] == {"outcome": {"resolved": 1}, "premise_status": {"maybe": 1}}

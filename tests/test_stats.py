@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from backtest import stats
+from backtest.core import stats
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "stats.json").read_text())
 

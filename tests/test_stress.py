@@ -7,9 +7,10 @@ import json
 
 import pytest
 
+from backtest.core.workspace import Workspace
 from backtest.corpus.store import CorpusStore
-from backtest.stress import cutoff_windows, format_rate, render_markdown
-from backtest.workspace import Workspace
+from backtest.scoring.metrics import format_rate
+from backtest.studies.stress import cutoff_windows, render_markdown
 
 from .conftest import ARCHIVE
 
@@ -29,30 +30,85 @@ def test_cutoff_windows_are_whole_calendar_months():
 
 def test_markdown_table_has_a_row_per_generator_and_cutoff():
     rate = {"k": 3, "n": 10, "rate": 0.3, "ci95": [0.0667, 0.6525]}
-    rows = [{"generator": g, "cutoff": c, "n_past": 100, "n_future": 50, "status": "scored", "n": 10,
-             "coverage": rate, "answered": rate, "refuted": rate} for g in ("b", "a") for c in ("2014-12-31", "2012-12-31")]
-    rows.append({"generator": "c", "cutoff": "2012-12-31", "n_past": 100, "n_future": 50, "status": "skipped",
-                 "reason": "no endpoint configured"})
-    table = {"stress_id": "t", "source": {"kind": "arxiv-archive", "categories": ["x"], "query": None},
-             "years_before": 1, "years_after": 1, "n": 10, "seed": 0, "retrieval": {"method": "bm25"}, "judge": "offline",
-             "interval": "exact Clopper-Pearson 95%", "rows": rows}
+    rows = [
+        {
+            "generator": g,
+            "cutoff": c,
+            "n_past": 100,
+            "n_future": 50,
+            "status": "scored",
+            "n": 10,
+            "coverage": rate,
+            "answered": rate,
+            "refuted": rate,
+        }
+        for g in ("b", "a")
+        for c in ("2014-12-31", "2012-12-31")
+    ]
+    rows.append(
+        {
+            "generator": "c",
+            "cutoff": "2012-12-31",
+            "n_past": 100,
+            "n_future": 50,
+            "status": "skipped",
+            "reason": "no endpoint configured",
+        }
+    )
+    table = {
+        "stress_id": "t",
+        "source": {"kind": "arxiv-archive", "categories": ["x"], "query": None},
+        "years_before": 1,
+        "years_after": 1,
+        "n": 10,
+        "seed": 0,
+        "retrieval": {"method": "bm25"},
+        "judge": "offline",
+        "interval": "exact Clopper-Pearson 95%",
+        "rows": rows,
+    }
     md = render_markdown(table).splitlines()
     body = [line for line in md if line.startswith("| ") and not line.startswith("| generator")]
-    assert [line.split(" | ")[0:2] for line in body] == [["| a", "2012-12-31"], ["| a", "2014-12-31"], ["| b", "2012-12-31"],
-                                                        ["| b", "2014-12-31"], ["| c", "2012-12-31"]]
+    assert [line.split(" | ")[0:2] for line in body] == [
+        ["| a", "2012-12-31"],
+        ["| a", "2014-12-31"],
+        ["| b", "2012-12-31"],
+        ["| b", "2014-12-31"],
+        ["| c", "2012-12-31"],
+    ]
     assert "0.300 [0.067, 0.652] (3/10)" in body[0] and "skipped: no endpoint configured" in body[-1]
     assert format_rate({"k": 0, "n": 0, "rate": None, "ci95": [0.0, 1.0]}) == "–"
 
 
 @pytest.mark.slow
 def test_stress_on_space_categories_at_three_cutoffs(cli, tmp_path):
-    pytest.importorskip("backtest.score", reason="scoring (backtest.score) is not in this build yet")
+    pytest.importorskip("backtest.scoring.score", reason="scoring (backtest.scoring.score) is not in this build yet")
     if not all(f.is_file() for f in FILES):
         pytest.skip(f"arxiv-archive-2020 space files not found under {ARCHIVE}")
     ws = Workspace(tmp_path / "ws")
-    args = ["stress", "random_claims", "--cutoffs", ",".join(CUTOFFS), "--source", "arxiv-archive",
-            *[a for f in FILES for a in ("--input", f)], "--categories", "physics.space-ph,physics.ao-ph,physics.geo-ph",
-            "--years-before", "1", "--years-after", "1", "--n", "4", "--retriever", "bm25", "--k", "3", "--id", "st"]
+    args = [
+        "stress",
+        "random_claims",
+        "--cutoffs",
+        ",".join(CUTOFFS),
+        "--source",
+        "arxiv-archive",
+        *[a for f in FILES for a in ("--input", f)],
+        "--categories",
+        "physics.space-ph,physics.ao-ph,physics.geo-ph",
+        "--years-before",
+        "1",
+        "--years-after",
+        "1",
+        "--n",
+        "4",
+        "--retriever",
+        "bm25",
+        "--k",
+        "3",
+        "--id",
+        "st",
+    ]
     code, out, err = cli(args, root=ws.root)
     assert code == 0, err
     table = json.loads((ws.results / "stress" / "st" / "STRESS.json").read_text())

@@ -15,8 +15,8 @@ import json
 
 import pytest
 
+from backtest.analysis.validation.items import read_items
 from backtest.judge.cards import card_line, fingerprint, load_card
-from backtest.validation.items import read_items
 
 from .conftest import frozen_copy
 
@@ -26,7 +26,7 @@ INSTANCE = "astro-2025-ep"
 @pytest.fixture(scope="module")
 def scored(astro_ep_ws, tmp_path_factory):
     """A workspace copy with one complete run of 12 random_claims questions under offline-cues-v1."""
-    from backtest.score import score_frozen
+    from backtest.scoring.score import score_frozen
 
     ws, frozen, _ = frozen_copy(astro_ep_ws, tmp_path_factory.mktemp("validation") / "ws", "random_claims", 12, 3)
     result = score_frozen(frozen, ws, judge_spec="offline-cues-v1")
@@ -43,7 +43,7 @@ def _fill(sheet, items, rows_for):
 
 def _reader(item):
     """A written-down stand-in reader (see the module docstring)."""
-    from backtest.judge.offline import specific_terms
+    from backtest.text.terms import specific_terms
 
     terms = specific_terms(item.question.question)
     first = item.documents[0]
@@ -55,8 +55,10 @@ def _reader(item):
 def test_export_is_blinded_and_complete(scored, cli, tmp_path):
     ws, run_dir = scored
     out = tmp_path / "export"
-    code, stdout, err = cli(["annotate", "export", str(run_dir), "--n", "8", "--seed", "1", "--stratify", "outcome",
-                             "--out", str(out)], root=ws.root)
+    code, stdout, err = cli(
+        ["annotate", "export", str(run_dir), "--n", "8", "--seed", "1", "--stratify", "outcome", "--out", str(out)],
+        root=ws.root,
+    )
     assert code == 0, err
     items = read_items(out / "items.jsonl")
     assert [it.item_id for it in items] == [f"item{k:03d}" for k in range(1, 9)]
@@ -64,17 +66,39 @@ def test_export_is_blinded_and_complete(scored, cli, tmp_path):
     assert "random_claims" not in text  # no system name anywhere readers look
     decode = json.loads((out / "decode.json").read_text())["items"]
     assert {d["system"] for d in decode.values()} == {"random_claims"}
-    retrieval = {json.loads(line)["question_id"]: json.loads(line) for line in (run_dir / "retrieval.jsonl").read_text().splitlines()}
+    retrieval = {
+        json.loads(line)["question_id"]: json.loads(line)
+        for line in (run_dir / "retrieval.jsonl").read_text().splitlines()
+    }
     for it in items:  # the documents exactly as the judge was shown them, in rank order
         shown = retrieval[decode[it.item_id]["question_id"]]["documents"]
-        assert [(d.id, d.title, d.abstract) for d in it.documents] == [(d["id"], d["title"], d["abstract"]) for d in shown]
+        assert [(d.id, d.title, d.abstract) for d in it.documents] == [
+            (d["id"], d["title"], d["abstract"]) for d in shown
+        ]
     with open(out / "sheet.csv") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["item_id", "outcome", "premise_status", "confidence", "cited", "notes"] and len(rows) == 9
     # the same seed draws the same items; an export never overwrites
     again = tmp_path / "again"
-    assert cli(["annotate", "export", str(run_dir), "--n", "8", "--seed", "1", "--stratify", "outcome", "--out", str(again)],
-               root=ws.root)[0] == 0
+    assert (
+        cli(
+            [
+                "annotate",
+                "export",
+                str(run_dir),
+                "--n",
+                "8",
+                "--seed",
+                "1",
+                "--stratify",
+                "outcome",
+                "--out",
+                str(again),
+            ],
+            root=ws.root,
+        )[0]
+        == 0
+    )
     assert (again / "items.jsonl").read_bytes() == (out / "items.jsonl").read_bytes()
     code, _, err = cli(["annotate", "export", str(run_dir), "--n", "8", "--out", str(out)], root=ws.root)
     assert code == 2 and "never overwritten" in err
@@ -83,19 +107,39 @@ def test_export_is_blinded_and_complete(scored, cli, tmp_path):
 def test_round_trip_and_validate(scored, cli, tmp_path):
     ws, run_dir = scored
     out = tmp_path / "export"
-    assert cli(["annotate", "export", str(run_dir), "--n", "10", "--seed", "2", "--out", str(out)], root=ws.root)[0] == 0
+    assert (
+        cli(["annotate", "export", str(run_dir), "--n", "10", "--seed", "2", "--out", str(out)], root=ws.root)[0] == 0
+    )
     items = read_items(out / "items.jsonl")
     for rater in ("ann", "bob"):
         _fill(tmp_path / f"{rater}.csv", items, _reader)
-        code, stdout, err = cli(["annotate", "import", str(tmp_path / f"{rater}.csv"), "--items", str(out), "--rater", rater])
+        code, stdout, err = cli(
+            ["annotate", "import", str(tmp_path / f"{rater}.csv"), "--items", str(out), "--rater", rater]
+        )
         assert code == 0, err
         assert (out / "labels" / f"{rater}.jsonl").is_file()
     labels = [json.loads(line) for line in (out / "labels" / "ann.jsonl").read_text().splitlines()]
     assert [lab["item_id"] for lab in labels] == [it.item_id for it in items]
 
-    code, stdout, err = cli(["judge", "validate", str(out / "items.jsonl"), "--labels", f"ann={out}/labels/ann.jsonl",
-                             "--labels", f"bob={out}/labels/bob.jsonl", "--judge", "offline-cues-v1", "--n-boot", "200",
-                             "--out", str(tmp_path / "val"), "--json"], root=ws.root)
+    code, stdout, err = cli(
+        [
+            "judge",
+            "validate",
+            str(out / "items.jsonl"),
+            "--labels",
+            f"ann={out}/labels/ann.jsonl",
+            "--labels",
+            f"bob={out}/labels/bob.jsonl",
+            "--judge",
+            "offline-cues-v1",
+            "--n-boot",
+            "200",
+            "--out",
+            str(tmp_path / "val"),
+            "--json",
+        ],
+        root=ws.root,
+    )
     assert code == 0, err
     report = json.loads(stdout)
     between = report["fields"]["outcome"]["between_raters"]["ann~bob"]
@@ -122,16 +166,25 @@ def test_round_trip_and_validate(scored, cli, tmp_path):
     assert "not validated" in card_line(load_card(ws.judges / "cards", {"name": "nobody"}))
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda rows: rows[1].__setitem__(1, "engaged"), "outcome 'engaged' is not one of"),
-    (lambda rows: rows[1].__setitem__(2, "maybe"), "premise_status 'maybe' is not one of"),
-    (lambda rows: rows[1].__setitem__(3, "5"), "confidence '5' must be 1, 2 or 3"),
-    (lambda rows: rows.pop(2), "have no row"),
-    (lambda rows: rows.append(list(rows[1])), "appears twice"),
-    (lambda rows: rows.append(["item999", "not_addressed", "still_plausible", "", "", ""]), "unknown item 'item999'"),
-    (lambda rows: rows[1].__setitem__(4, "2999.00001"), "are not among the item's documents"),
-    (lambda rows: (rows[1].__setitem__(1, "answered"), rows[1].__setitem__(4, "")), "needs at least one cited document"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda rows: rows[1].__setitem__(1, "engaged"), "outcome 'engaged' is not one of"),
+        (lambda rows: rows[1].__setitem__(2, "maybe"), "premise_status 'maybe' is not one of"),
+        (lambda rows: rows[1].__setitem__(3, "5"), "confidence '5' must be 1, 2 or 3"),
+        (lambda rows: rows.pop(2), "have no row"),
+        (lambda rows: rows.append(list(rows[1])), "appears twice"),
+        (
+            lambda rows: rows.append(["item999", "not_addressed", "still_plausible", "", "", ""]),
+            "unknown item 'item999'",
+        ),
+        (lambda rows: rows[1].__setitem__(4, "2999.00001"), "are not among the item's documents"),
+        (
+            lambda rows: (rows[1].__setitem__(1, "answered"), rows[1].__setitem__(4, "")),
+            "needs at least one cited document",
+        ),
+    ],
+)
 def test_malformed_sheets_are_refused_cleanly(scored, cli, tmp_path, edit, message):
     ws, run_dir = scored
     out = tmp_path / "export"

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .btd import DEFAULT_RIDGE, BTDFit, PairTable, fit_btd_batch, order_of, share_to_weights, to_elo
+from backtest.arena.btd import DEFAULT_RIDGE, BTDFit, PairTable, fit_btd_batch, order_of, share_to_weights, to_elo
 
 DEFAULT_REPLICATES = 10_000
 BLOCK = 500
@@ -57,13 +57,17 @@ class BootstrapResult:
             "intervals": {s: [round(lo, 2), round(hi, 2)] for s, (lo, hi) in self.intervals.items()},
             "theta_interval": [round(self.theta_interval[0], 6), round(self.theta_interval[1], 6)],
             "ordering": self.ordering,
-            "full_ordering_recovery": None if self.full_ordering_recovery is None else round(self.full_ordering_recovery, 6),
+            "full_ordering_recovery": None
+            if self.full_ordering_recovery is None
+            else round(self.full_ordering_recovery, 6),
             "prob_above": {a: {b: round(p, 6) for b, p in row.items()} for a, row in self.prob_above.items()},
             "converged": self.converged,
         }
 
 
-def case_weights(systems: Sequence[str], outcomes: Sequence[tuple[str, str, float]]) -> tuple[PairTable, np.ndarray, np.ndarray, np.ndarray]:
+def case_weights(
+    systems: Sequence[str], outcomes: Sequence[tuple[str, str, float]]
+) -> tuple[PairTable, np.ndarray, np.ndarray, np.ndarray]:
     """Per-case (win, loss, tie) weights laid out on the pair columns: three (C, P) arrays."""
     table = PairTable.empty(systems)
     pos = {s: k for k, s in enumerate(table.systems)}
@@ -133,12 +137,22 @@ def bootstrap_btd(
         recovery: float | None = float(recovered.mean())
     else:
         recovery = None if n > 1 else 1.0  # tied point estimate: no strict ordering to recover
-    prob_above = {a: {b: float(np.mean(betas[:, i] > betas[:, j])) for j, b in enumerate(systems) if j != i}
-                  for i, a in enumerate(systems)}
+    prob_above = {
+        a: {b: float(np.mean(betas[:, i] > betas[:, j])) for j, b in enumerate(systems) if j != i}
+        for i, a in enumerate(systems)
+    }
     t_lo, t_hi = np.quantile(thetas, [alpha, 1.0 - alpha])
     return BootstrapResult(
-        systems=systems, n_boot=n_boot, seed=seed, level=level, cluster=clusters is not None, n_units=n_units,
+        systems=systems,
+        n_boot=n_boot,
+        seed=seed,
+        level=level,
+        cluster=clusters is not None,
+        n_units=n_units,
         intervals={s: (float(lo_q[k]), float(hi_q[k])) for k, s in enumerate(systems)},
-        theta_interval=(float(t_lo), float(t_hi)), ordering=[systems[k] for k in order],
-        full_ordering_recovery=recovery, prob_above=prob_above, converged=converged,
+        theta_interval=(float(t_lo), float(t_hi)),
+        ordering=[systems[k] for k in order],
+        full_ordering_recovery=recovery,
+        prob_above=prob_above,
+        converged=converged,
     )

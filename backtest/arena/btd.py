@@ -208,7 +208,7 @@ class _BatchObjective:
         X = x.reshape(self.W.shape[0], self.n + 1)
         return X, X[:, : self.n], X[:, self.n]
 
-    def _probs(self, x: np.ndarray):
+    def _probs(self, x: np.ndarray) -> tuple[np.ndarray, ...]:
         X, beta, log_theta = self._split(x)
         a, b = beta[:, self.I], beta[:, self.J]
         c = log_theta[:, None] + 0.5 * (a + b)
@@ -227,10 +227,13 @@ class _BatchObjective:
 
     def jac(self, x: np.ndarray) -> np.ndarray:
         """Gradient."""
-        if self._x is None or not np.array_equal(x, self._x):
+        p = self._p if self._x is not None and np.array_equal(x, self._x) else None
+        if p is None:
             self._probs(x)
+            p = self._p
+        assert p is not None
         X, beta, log_theta = self._split(x)
-        pa, pb, pc = self._p
+        pa, pb, pc = p
         da = self.W + 0.5 * self.T - self.N * (pa + 0.5 * pc)
         db = self.L + 0.5 * self.T - self.N * (pb + 0.5 * pc)
         grad = np.empty_like(X)
@@ -240,9 +243,12 @@ class _BatchObjective:
 
     def hessp(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Hessian-vector product: per pair N·Jᵀ(diag p − p pᵀ)J·v, plus the penalty's."""
-        if self._x is None or not np.array_equal(x, self._x):
+        p = self._p if self._x is not None and np.array_equal(x, self._x) else None
+        if p is None:
             self._probs(x)
-        pa, pb, pc = self._p
+            p = self._p
+        assert p is not None
+        pa, pb, pc = p
         V = v.reshape(self.W.shape[0], self.n + 1)
         vb, vt = V[:, : self.n], V[:, self.n]
         d1, d2 = vb[:, self.I], vb[:, self.J]
@@ -250,8 +256,12 @@ class _BatchObjective:
         dot = pa * d1 + pb * d2 + pc * d3
         y1, y2, y3 = self.N * pa * (d1 - dot), self.N * pb * (d2 - dot), self.N * pc * (d3 - dot)
         out = np.empty_like(V)
-        out[:, : self.n] = (y1 + 0.5 * y3) @ self.MI + (y2 + 0.5 * y3) @ self.MJ + 2.0 * self.ridge * vb \
+        out[:, : self.n] = (
+            (y1 + 0.5 * y3) @ self.MI
+            + (y2 + 0.5 * y3) @ self.MJ
+            + 2.0 * self.ridge * vb
             + vb.sum(axis=1, keepdims=True)
+        )
         out[:, self.n] = y3.sum(axis=1) + THETA_PRIOR * vt
         return out.ravel()
 
@@ -296,8 +306,14 @@ def fit_btd_batch(
         obj = _BatchObjective(table, wins[lo:hi], losses[lo:hi], ties[lo:hi], ridge)
         x0 = np.tile(start, hi - lo)
         scale = 1.0 + float(obj.N.sum(axis=1).max())
-        res = minimize(obj.fun, x0, jac=obj.jac, hessp=obj.hessp, method="trust-ncg",
-                       options={"gtol": gtol * scale, "maxiter": 1000})
+        res = minimize(
+            obj.fun,
+            x0,
+            jac=obj.jac,
+            hessp=obj.hessp,
+            method="trust-ncg",
+            options={"gtol": gtol * scale, "maxiter": 1000},
+        )
         X = res.x.reshape(hi - lo, n + 1)
         G = obj.jac(res.x).reshape(hi - lo, n + 1)
         per_problem = np.abs(G).max(axis=1) <= 1e-6 * (1.0 + obj.N.sum(axis=1))
@@ -315,8 +331,16 @@ def fit_btd(table: PairTable, ridge: float = DEFAULT_RIDGE) -> BTDFit:
         n = len(table.systems)
         return BTDFit(list(table.systems), np.zeros(n), 0.0, 0.0, 0.0, ridge, True, "no comparisons: all systems equal")
     beta, theta, ll, ok = fit_btd_batch(table, table.wins, table.losses, table.ties, ridge=ridge)
-    return BTDFit(list(table.systems), beta[0], float(theta[0]), float(ll[0]), table.n_comparisons, ridge, ok,
-                  "" if ok else "optimiser did not report convergence")
+    return BTDFit(
+        list(table.systems),
+        beta[0],
+        float(theta[0]),
+        float(ll[0]),
+        table.n_comparisons,
+        ridge,
+        ok,
+        "" if ok else "optimiser did not report convergence",
+    )
 
 
 def win_rates(table: PairTable) -> dict[str, Any]:
@@ -340,8 +364,11 @@ def win_rates(table: PairTable) -> dict[str, Any]:
     for i, a in enumerate(table.systems):
         tot = count[i].sum()
         overall[a] = round(float(share_sum[i].sum() / tot), 6) if tot > 0 else None
-        matrix[a] = {b: (round(float(share_sum[i, j] / count[i, j]), 6) if count[i, j] > 0 else None)
-                     for j, b in enumerate(table.systems) if j != i}
+        matrix[a] = {
+            b: (round(float(share_sum[i, j] / count[i, j]), 6) if count[i, j] > 0 else None)
+            for j, b in enumerate(table.systems)
+            if j != i
+        }
     return {"overall": overall, "matrix": matrix}
 
 
@@ -372,5 +399,9 @@ def condorcet(table: PairTable) -> dict[str, Any]:
     winner = [s for s in table.systems if graph.out_degree(s) == n - 1]
     loser = [s for s in table.systems if graph.in_degree(s) == n - 1]
     cycles = sorted(sorted(c) for c in nx.simple_cycles(graph))
-    return {"relations": relations, "winner": winner[0] if winner else None, "loser": loser[0] if loser else None,
-            "cycles": cycles}
+    return {
+        "relations": relations,
+        "winner": winner[0] if winner else None,
+        "loser": loser[0] if loser else None,
+        "cycles": cycles,
+    }

@@ -25,10 +25,10 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import BadInput
-from ..fileio import iter_jsonl
-from ..records import Question, Versioned
-from ..seal import sha256_text
+from backtest.core.errors import BadInput
+from backtest.core.fileio import iter_jsonl
+from backtest.core.records import Question, Versioned
+from backtest.core.seal import sha256_text
 
 DEFAULT_THRESHOLD = 0.15
 MAX_CONTEXT_PAPERS = 6
@@ -88,7 +88,9 @@ def load_user_contexts(path: str | Path) -> list[ArenaContext]:
         entry["outputs"][system] = ArenaOutput(system=system, output=output)
     if not grouped:
         raise BadInput(f"{path}: no contexts")
-    return [ArenaContext(context_id=cid, text=e["text"], source="user", outputs=e["outputs"]) for cid, e in grouped.items()]
+    return [
+        ArenaContext(context_id=cid, text=e["text"], source="user", outputs=e["outputs"]) for cid, e in grouped.items()
+    ]
 
 
 def question_output_text(q: Question) -> str:
@@ -126,9 +128,13 @@ def neighbourhood_contexts(
         raise BadInput("an arena needs question sets from at least two systems")
     cutoffs = {q.cutoff_date for s in systems for q in question_sets[s]}
     if len(cutoffs) > 1:
-        raise BadInput(f"question sets have different cutoffs ({', '.join(sorted(map(str, cutoffs)))}); "
-                       "arena contexts need one instance")
-    items: list[tuple[str, Question]] = [(s, q) for s in systems for q in sorted(question_sets[s], key=lambda q: (q.rank, q.question_id))]
+        raise BadInput(
+            f"question sets have different cutoffs ({', '.join(sorted(map(str, cutoffs)))}); "
+            "arena contexts need one instance"
+        )
+    items: list[tuple[str, Question]] = [
+        (s, q) for s in systems for q in sorted(question_sets[s], key=lambda q: (q.rank, q.question_id))
+    ]
     if not items:
         raise BadInput("the question sets are empty")
     texts, evid = [], []
@@ -143,18 +149,23 @@ def neighbourhood_contexts(
     ids = sorted(set().union(*evid))
     col = {i: k for k, i in enumerate(ids)}
     rows = [r for r, e in enumerate(evid) for _ in e]
-    incidence = csr_matrix((np.ones(len(rows)), (rows, [col[i] for e in evid for i in e])), shape=(len(items), len(ids)))
+    incidence = csr_matrix(
+        (np.ones(len(rows)), (rows, [col[i] for e in evid for i in e])), shape=(len(items), len(ids))
+    )
     sim[(incidence @ incidence.T).toarray() > 0] = 1.0  # shared evidence id: same neighbourhood
     sim[owner[:, None] == owner[None, :]] = -1.0  # never pair a system with itself
     best = sim.max(axis=1)
-    anchors = sorted(range(len(items)), key=lambda k: (-round(float(best[k]), 12), items[k][1].rank, items[k][0], items[k][1].question_id))
+    anchors = sorted(
+        range(len(items)),
+        key=lambda k: (-round(float(best[k]), 12), items[k][1].rank, items[k][0], items[k][1].question_id),
+    )
     used = np.zeros(len(items), dtype=bool)
     contexts: list[tuple[float, ArenaContext]] = []
     for anchor in anchors:
         if used[anchor] or best[anchor] < threshold:
             continue
         members = [anchor]
-        for k, other in enumerate(systems):
+        for k in range(len(systems)):
             if k == owner[anchor]:
                 continue
             cand = np.where((owner == k) & ~used & (sim[anchor] >= threshold))[0]
@@ -181,12 +192,23 @@ def _make_context(items: list[tuple[str, Question]], members: list[int], past) -
         else:
             lines.append(f"[{i}]")
     text = "Past literature (published on or before the cutoff):\n" + "\n".join(lines)
-    outputs = {items[m][0]: ArenaOutput(system=items[m][0], output=question_output_text(items[m][1]),
-                                        question_id=items[m][1].question_id, evidence_ids=list(items[m][1].source_evidence_ids))
-               for m in members}
+    outputs = {
+        items[m][0]: ArenaOutput(
+            system=items[m][0],
+            output=question_output_text(items[m][1]),
+            question_id=items[m][1].question_id,
+            evidence_ids=list(items[m][1].source_evidence_ids),
+        )
+        for m in members
+    }
     key = "|".join(sorted(f"{items[m][0]}:{items[m][1].question_id}" for m in members))
-    return ArenaContext(context_id="n_" + sha256_text(key)[:12], text=text, source="neighbourhood",
-                        evidence_ids=evidence, outputs=outputs)
+    return ArenaContext(
+        context_id="n_" + sha256_text(key)[:12],
+        text=text,
+        source="neighbourhood",
+        evidence_ids=evidence,
+        outputs=outputs,
+    )
 
 
 def load_question_set(path: str | Path) -> tuple[str, list[Question]]:
@@ -196,13 +218,13 @@ def load_question_set(path: str | Path) -> tuple[str, list[Question]]:
     The system name is the folder's ``metadata.json`` ``system_name`` when present,
     else the folder name (a frozen ``.../<system>/v<N>/`` folder gives ``<system>``).
     """
-    from ..fileio import read_json
-    from ..records import parse_record
+    from backtest.core.fileio import read_json
+    from backtest.core.records import parse_record
 
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     if path.is_dir() and (path / "FROZEN.json").is_file():
-        from ..freeze import load_frozen
+        from backtest.submit.freeze import load_frozen
 
         bundle = load_frozen(path)  # verifies the seal and file hashes
         return bundle.metadata.system_name, list(bundle.questions)

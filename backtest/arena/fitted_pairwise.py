@@ -24,12 +24,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import BadInput
-from ..seal import canonical_json, sha256_json, sha256_text
-from ..clarity import FORM_FEATURES
-from ..judge.fitted import check_weights, read_weights
-from .contexts import ArenaContext, ArenaOutput
-from .pairwise import PairVerdict
+from backtest.arena.contexts import ArenaContext, ArenaOutput
+from backtest.arena.pairwise import PairVerdict
+from backtest.core.errors import BadInput
+from backtest.core.seal import canonical_json, sha256_json, sha256_text
+from backtest.judge.fitted import check_weights, read_weights
+from backtest.text.clarity import FORM_FEATURES
 
 PROTOCOL = "offline-pairwise-fit-v2"
 WEIGHTS_FORMAT = "offline-pairwise-fit-v2-weights"  # what a weights file says it is (checked on load)
@@ -39,9 +39,13 @@ DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "judge" / "weights" / "p
 QUESTION_FEATURES = (*FORM_FEATURES, "grounding", "context_sim", "has_premise", "premise_sim", "n_evidence")
 #: one pair to judge: (id, context, output a, output b)
 Pair = tuple[str, ArenaContext, ArenaOutput, ArenaOutput]
-def _question_row(context: ArenaContext, out: ArenaOutput, ctx_vec: np.ndarray, vecs: dict[str, np.ndarray]) -> list[float]:
-    from ..clarity import question_form
-    from ..judge.offline import specific_terms
+
+
+def _question_row(
+    context: ArenaContext, out: ArenaOutput, ctx_vec: np.ndarray, vecs: dict[str, np.ndarray]
+) -> list[float]:
+    from backtest.text.clarity import question_form
+    from backtest.text.terms import specific_terms
 
     question, _, rest = out.output.partition("\n")
     premise = rest.split(": ", 1)[1] if ": " in rest else ""
@@ -50,14 +54,17 @@ def _question_row(context: ArenaContext, out: ArenaOutput, ctx_vec: np.ndarray, 
     qv = vecs[question]
     return [
         *question_form(question, out.output),
-        len(terms & ctx_terms) / max(1, len(terms)), float(qv @ ctx_vec), float(bool(premise)),
-        float(vecs[premise] @ qv) if premise else 0.0, float(min(len(out.evidence_ids), 4)),
+        len(terms & ctx_terms) / max(1, len(terms)),
+        float(qv @ ctx_vec),
+        float(bool(premise)),
+        float(vecs[premise] @ qv) if premise else 0.0,
+        float(min(len(out.evidence_ids), 4)),
     ]
 
 
 def pair_features(context: ArenaContext, a: ArenaOutput, b: ArenaOutput, model: str) -> tuple[np.ndarray, np.ndarray]:
     """The two questions' feature rows (:data:`QUESTION_FEATURES`) in their context."""
-    from ..embed import embed_texts
+    from backtest.text.embed import embed_texts
 
     texts = [context.text]
     for out in (a, b):
@@ -99,8 +106,13 @@ class FittedPairwiseJudge:
 
     def info(self) -> dict[str, Any]:
         """Name, kind, protocol and the weights' sha256."""
-        return {"name": self.name, "kind": "offline", "protocol": PROTOCOL, "model": self.model,
-                "config_sha256": self.config_sha256}
+        return {
+            "name": self.name,
+            "kind": "offline",
+            "protocol": PROTOCOL,
+            "model": self.model,
+            "config_sha256": self.config_sha256,
+        }
 
     def probability(self, fa: np.ndarray, fb: np.ndarray) -> float:
         """P(a is the better question) from the two feature rows."""
@@ -128,7 +140,9 @@ class FittedPairwiseJudge:
         trained = set(self.weights.get("trained_on", {}).get("pair_sha256", []))
         return any(pair_hash(ctx.text, a.output, b.output) in trained for _, ctx, a, b in pairs)
 
-    def cross_validate(self, pairs: Sequence[Pair], truth: dict[str, str], folds: int = 5, seed: int = 0) -> list[tuple]:
+    def cross_validate(
+        self, pairs: Sequence[Pair], truth: dict[str, str], folds: int = 5, seed: int = 0
+    ) -> list[tuple]:
         """(better, share_a, verdicts) per pair, each from a judge refitted without the pair's fold."""
         from sklearn.model_selection import KFold
 
@@ -148,16 +162,20 @@ class FittedPairwiseJudge:
         return [out[k] for k in range(len(pairs))]
 
     def decide_rows(self, fa: np.ndarray, fb: np.ndarray) -> tuple[str, float, list[str]]:
-        """Both orders judged and folded, as :func:`backtest.validation.validate.pair_verdict` does."""
-        from .pairwise import SHARES
+        """Both orders judged and folded, as :func:`backtest.analysis.validation.validate.pair_verdict` does."""
+        from backtest.arena.pairwise import SHARES
 
         first, second = self.verdict(self.probability(fa, fb)), self.verdict(self.probability(fb, fa))
         share = (SHARES[first] + 1 - SHARES[second]) / 2
         return ("a" if share > 0.5 else "b" if share < 0.5 else "tie"), share, [first, second]
 
 
-def fit_from_pair_rows(rows: Sequence[tuple[Pair, tuple[np.ndarray, np.ndarray], str]], model: str, c: float = 0.3,
-                       tie_margin: float = 0.05) -> dict[str, Any]:
+def fit_from_pair_rows(
+    rows: Sequence[tuple[Pair, tuple[np.ndarray, np.ndarray], str]],
+    model: str,
+    c: float = 0.3,
+    tie_margin: float = 0.05,
+) -> dict[str, Any]:
     """Fit the antisymmetric logistic model on (pair, (fa, fb), better) rows; ties are left out of the fit.
 
     Each decided pair enters twice, as (a − b, a better) and (b − a, b better), so the fit
@@ -178,14 +196,34 @@ def fit_from_pair_rows(rows: Sequence[tuple[Pair, tuple[np.ndarray, np.ndarray],
     scale[scale == 0] = 1.0
     lr = LogisticRegression(C=c, fit_intercept=False, max_iter=5000)
     lr.fit(x / scale, ys)
-    return {"schema_version": WEIGHTS_VERSION, "format": WEIGHTS_FORMAT, "model": model, "features": list(QUESTION_FEATURES),
-            "scale": scale.round(8).tolist(), "coef": lr.coef_.ravel().round(8).tolist(), "tie_margin": tie_margin,
-            "fit": {"c": c, "tie_margin": tie_margin},
-            "trained_on": {"n_pairs": len(rows), "n_decided": len(ys) // 2,
-                           "pair_sha256": sorted(pair_hash(p[1].text, p[2].output, p[3].output) for p, _, _ in rows)}}
+    return {
+        "schema_version": WEIGHTS_VERSION,
+        "format": WEIGHTS_FORMAT,
+        "model": model,
+        "features": list(QUESTION_FEATURES),
+        "scale": scale.round(8).tolist(),
+        "coef": lr.coef_.ravel().round(8).tolist(),
+        "tie_margin": tie_margin,
+        "fit": {"c": c, "tie_margin": tie_margin},
+        "trained_on": {
+            "n_pairs": len(rows),
+            "n_decided": len(ys) // 2,
+            "pair_sha256": sorted(pair_hash(p[1].text, p[2].output, p[3].output) for p, _, _ in rows),
+        },
+    }
 
 
-def fit_pair_weights(pairs: Sequence[Pair], truth: dict[str, str], model: str = "all-MiniLM-L6-v2", **params: Any) -> dict[str, Any]:
+def fit_pair_weights(
+    pairs: Sequence[Pair], truth: dict[str, str], model: str = "all-MiniLM-L6-v2", **params: Any
+) -> dict[str, Any]:
     """Fit weights on labelled pairs (``truth``: pair id → a/b/tie)."""
     rows = [(p, pair_features(p[1], p[2], p[3], model), truth[p[0]]) for p in pairs if p[0] in truth]
     return fit_from_pair_rows(rows, model, **params)
+
+
+def make_fitted(config: dict[str, Any], path: Path | None) -> FittedPairwiseJudge:
+    """The default ``offline`` pairwise judge from the packaged weights, or ``weights = "PATH"`` in a config."""
+    weights = Path(config["weights"]) if config.get("weights") else DEFAULT_WEIGHTS
+    if path is not None and not weights.is_absolute():
+        weights = path.parent / weights
+    return FittedPairwiseJudge.from_file(weights)

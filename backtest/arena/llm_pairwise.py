@@ -20,13 +20,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import BadInput, CheckFailed
-from ..llm_client import ChatRequest, LLMClient, LLMError, LLMSettings
-from ..seal import sha256_file, sha256_text
-from ..workspace import Workspace
-from .contexts import ArenaContext, ArenaOutput
-from .pairwise import VERDICTS, PairVerdict
-from .rubric import OutputScores, SetScores, register_rubric
+from backtest.arena.contexts import ArenaContext, ArenaOutput
+from backtest.arena.pairwise import VERDICTS, PairVerdict
+from backtest.arena.rubric import OutputScores, SetScores
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.seal import sha256_file, sha256_text
+from backtest.llm.client import ChatRequest, LLMError, LLMResponse
+from backtest.llm.settings import client_from_config, load_llm_config
 
 PAIRWISE_SYSTEM = (
     "You are an expert reviewer comparing two research questions (or hypotheses) that two systems proposed "
@@ -38,56 +38,32 @@ PAIRWISE_SYSTEM = (
 PAIRWISE_USER = "Context:\n{context}\n\nOutput A:\n{a}\n\nOutput B:\n{b}\n\nWhich is the better research question?"
 PAIRWISE_SCHEMA = {
     "type": "object",
-    "properties": {"rationale": {"type": "string", "maxLength": 400}, "verdict": {"type": "string", "enum": list(VERDICTS)}},
+    "properties": {
+        "rationale": {"type": "string", "maxLength": 400},
+        "verdict": {"type": "string", "enum": list(VERDICTS)},
+    },
     "required": ["rationale", "verdict"],
     "additionalProperties": False,
 }
 _SCORE = {"type": "integer", "minimum": 1, "maximum": 5}
-OUTPUT_SCHEMA = {"type": "object", "properties": {"grounding": _SCORE, "insight": _SCORE, "justification": _SCORE},
-                 "required": ["grounding", "insight", "justification"], "additionalProperties": False}
-SET_SCHEMA = {"type": "object", "properties": {"breadth": _SCORE, "distinctness": _SCORE, "utility": _SCORE},
-              "required": ["breadth", "distinctness", "utility"], "additionalProperties": False}
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"grounding": _SCORE, "insight": _SCORE, "justification": _SCORE},
+    "required": ["grounding", "insight", "justification"],
+    "additionalProperties": False,
+}
+SET_SCHEMA = {
+    "type": "object",
+    "properties": {"breadth": _SCORE, "distinctness": _SCORE, "utility": _SCORE},
+    "required": ["breadth", "distinctness", "utility"],
+    "additionalProperties": False,
+}
 RUBRIC_SYSTEM = (
     "You score research questions on a 1-5 scale (5 best). For one output in its context: grounding (uses the "
     "context's evidence), insight (a non-obvious inference), justification (the evidence supports asking it). For "
     "a set of outputs: breadth (covers different aspects), distinctness (members are not restatements of each "
     "other), utility (a researcher could act on them)."
 )
-_KNOWN = {"kind", "name", "base_url", "model", "api_key_env", "temperature", "max_tokens", "seed", "timeout_s",
-          "concurrency", "max_retries", "backoff_s", "cache"}
-
-
-def llm_settings(config: dict[str, Any], where: str, max_tokens: int = 300) -> LLMSettings:
-    """LLMSettings from a judge-style config dict (temperature must be 0)."""
-    unknown = sorted(set(config) - _KNOWN)
-    if unknown:
-        raise BadInput(f"{where}: unknown setting(s) {', '.join(unknown)}")
-    for key in ("base_url", "model"):
-        if not config.get(key):
-            raise BadInput(f"{where}: an llm judge needs {key!r}")
-    try:
-        settings = LLMSettings(
-            base_url=str(config["base_url"]), model=str(config["model"]),
-            api_key_env=str(config.get("api_key_env") or "") or None,
-            temperature=float(config.get("temperature", 0.0)), max_tokens=int(config.get("max_tokens", max_tokens)),
-            seed=config.get("seed", 0), timeout_s=float(config.get("timeout_s", 120)),
-            concurrency=int(config.get("concurrency", 2)), max_retries=int(config.get("max_retries", 4)),
-            backoff_s=float(config.get("backoff_s", 1.0)),
-        )
-    except (TypeError, ValueError) as exc:
-        raise BadInput(f"{where}: bad setting ({exc})") from None
-    if settings.temperature != 0.0:
-        raise BadInput(f"{where}: judges run at temperature 0 (got {settings.temperature})")
-    return settings
-
-
-def make_client(config: dict[str, Any], path: Path | None, default_cache: str) -> tuple[LLMSettings, LLMClient]:
-    """Settings and a cached client for a config (cache path relative to the workspace root)."""
-    settings = llm_settings(config, str(path or "llm config"))
-    cache = Path(config.get("cache", default_cache))
-    if not cache.is_absolute():
-        cache = Workspace.from_env().root / cache
-    return settings, LLMClient(settings, cache_path=cache)
 
 
 def _check_verdict(answer: dict[str, Any]) -> None:
@@ -99,33 +75,47 @@ class LLMPairwiseJudge:
     """Pairwise verdicts from an OpenAI-compatible chat model (schema-constrained, cached)."""
 
     def __init__(self, config: dict[str, Any], path: Path | None):
-        self.settings, self.client = make_client(config, path, ".cache/llm-arena.sqlite")
+        self.settings, self.client = client_from_config(config, path, ".cache/llm-arena.sqlite")
         self.name = str(config.get("name") or (path.stem if path else "llm"))
         self.prompt_sha256 = sha256_text(PAIRWISE_SYSTEM + "\n" + PAIRWISE_USER)
         self.config_sha256 = sha256_file(path) if path else None
 
     def info(self) -> dict[str, Any]:
         """Name, model, prompt and config hashes."""
-        return {"name": self.name, "kind": "llm", "model": self.settings.model, "prompt_sha256": self.prompt_sha256,
-                "config_sha256": self.config_sha256, "temperature": self.settings.temperature}
+        return {
+            "name": self.name,
+            "kind": "llm",
+            "model": self.settings.model,
+            "prompt_sha256": self.prompt_sha256,
+            "config_sha256": self.config_sha256,
+            "temperature": self.settings.temperature,
+        }
 
     def request(self, context: ArenaContext, a: ArenaOutput, b: ArenaOutput) -> ChatRequest:
         """The chat request for one ordering."""
         user = PAIRWISE_USER.format(context=context.text, a=a.output, b=b.output)
-        return ChatRequest(messages=({"role": "system", "content": PAIRWISE_SYSTEM}, {"role": "user", "content": user}),
-                           schema=PAIRWISE_SCHEMA, schema_name="pairwise_verdict",
-                           key_extra={"prompt_sha256": self.prompt_sha256}, validate=_check_verdict)
+        return ChatRequest(
+            messages=({"role": "system", "content": PAIRWISE_SYSTEM}, {"role": "user", "content": user}),
+            schema=PAIRWISE_SCHEMA,
+            schema_name="pairwise_verdict",
+            key_extra={"prompt_sha256": self.prompt_sha256},
+            validate=_check_verdict,
+        )
 
     def _verdict(self, response) -> PairVerdict:
         if isinstance(response, LLMError):
             raise CheckFailed(f"pairwise judge {self.name}: {response}")
         parsed = response.parsed or {}
-        return PairVerdict(verdict=parsed["verdict"], rationale=str(parsed.get("rationale", ""))[:400],
-                           tokens={k: int(v) for k, v in response.usage.items() if isinstance(v, int)})
+        return PairVerdict(
+            verdict=parsed["verdict"],
+            rationale=str(parsed.get("rationale", ""))[:400],
+            tokens={k: int(v) for k, v in response.usage.items() if isinstance(v, int)},
+        )
 
     def compare(self, context: ArenaContext, a: ArenaOutput, b: ArenaOutput) -> PairVerdict:
         """One verdict with ``a`` in position A."""
         req = self.request(context, a, b)
+        response: LLMResponse | LLMError
         try:
             response = self.client.chat(list(req.messages), req.schema, req.schema_name, req.key_extra, req.validate)
         except LLMError as exc:
@@ -141,11 +131,8 @@ class LLMRubric:
     """Rubric scores (integers 1–5) from an OpenAI-compatible chat model."""
 
     def __init__(self, config: str | Path):
-        from .pairwise import load_config
-
         path = Path(config)
-        data = load_config(path)
-        self.settings, self.client = make_client(data, path, ".cache/llm-arena.sqlite")
+        self.settings, self.client = client_from_config(load_llm_config(path), path, ".cache/llm-arena.sqlite")
         self.name = f"llm-rubric:{self.settings.model}"
         self.prompt_sha256 = sha256_text(RUBRIC_SYSTEM)
 
@@ -160,7 +147,11 @@ class LLMRubric:
 
     def score_output(self, context: ArenaContext, output: ArenaOutput) -> OutputScores:
         """g, ℓ, j for one output."""
-        s = self._ask(f"Context:\n{context.text}\n\nOutput:\n{output.output}\n\nScore this output.", OUTPUT_SCHEMA, "output_scores")
+        s = self._ask(
+            f"Context:\n{context.text}\n\nOutput:\n{output.output}\n\nScore this output.",
+            OUTPUT_SCHEMA,
+            "output_scores",
+        )
         return OutputScores(s["grounding"], s["insight"], s["justification"])
 
     def score_set(self, outputs: Sequence[ArenaOutput]) -> SetScores:
@@ -170,10 +161,15 @@ class LLMRubric:
         return SetScores(s["breadth"], s["distinctness"] if len(outputs) > 1 else None, s["utility"], len(outputs))
 
 
-def _make_rubric(config: str | Path | None = None, **_: Any) -> LLMRubric:
+def make_rubric(config: str | Path | None = None, **_: Any) -> LLMRubric:
+    """Factory for the ``llm`` rubric scorer (``config=judges/NAME.toml``)."""
     if not config:
         raise BadInput("the llm rubric needs a config: --rubric-config judges/NAME.toml")
     return LLMRubric(config)
 
 
-register_rubric("llm", _make_rubric)
+def make_llm(config: dict[str, Any], path: Path | None) -> LLMPairwiseJudge:
+    """Factory for ``kind = "llm"`` pairwise judges; the settings come from a judges/NAME.toml file."""
+    if path is None:
+        raise BadInput("the llm pairwise judge needs a config file: --judge judges/NAME.toml")
+    return LLMPairwiseJudge(config, path)

@@ -18,26 +18,37 @@ agree in polarity (both favour the same system, or both say ≈). Folding:
 Registry (:func:`get_pairwise_judge`): ``offline`` (deterministic rubric-feature
 comparison, no network), ``position-a`` (a deliberately biased control that always
 prefers position A, for checking the folding), and ``llm`` via a TOML config with
-``kind = "llm"`` (the shared OpenAI-compatible client, :mod:`backtest.llm_client`).
+``kind = "llm"`` (the shared OpenAI-compatible client, :mod:`backtest.llm.client`).
 """
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import BadInput
-from ..records import Versioned
-from .contexts import ArenaContext, ArenaOutput
+from backtest.arena.contexts import ArenaContext, ArenaOutput
+from backtest.core.errors import BadInput
+from backtest.core.fileio import read_toml
+from backtest.core.records import Versioned
+from backtest.core.registry import Registry
 
 VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 SHARES = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
 DISPLAY = {"A>>B": "A≫B", "A>B": "A>B", "A=B": "A≈B", "B>A": "B>A", "B>>A": "B≫A"}
-_ALIASES = {"A≫B": "A>>B", "A≈B": "A=B", "B≫A": "B>>A", "A~B": "A=B", "tie": "A=B", "A==B": "A=B",
-            "A<B": "B>A", "A<<B": "B>>A", "B<A": "A>B", "B<<A": "A>>B"}
+_ALIASES = {
+    "A≫B": "A>>B",
+    "A≈B": "A=B",
+    "B≫A": "B>>A",
+    "A~B": "A=B",
+    "tie": "A=B",
+    "A==B": "A=B",
+    "A<B": "B>A",
+    "A<<B": "B>>A",
+    "B<A": "A>B",
+    "B<<A": "A>>B",
+}
 FOLDS = ("average", "strict")
 
 
@@ -80,23 +91,25 @@ class PairwiseJudge(Protocol):
         ...
 
 
-PairwiseFactory = Callable[[dict[str, Any], Path | None], PairwiseJudge]
-_REGISTRY: dict[str, tuple[PairwiseFactory, bool]] = {}
+PairwiseFactory = Callable[[dict[str, Any], "Path | None"], PairwiseJudge]
 
-
-def register_pairwise_judge(kind: str, needs_config: bool = False) -> Callable[[PairwiseFactory], PairwiseFactory]:
-    """Decorator: register ``factory(config, config_path) -> PairwiseJudge`` under ``kind``."""
-
-    def deco(factory: PairwiseFactory) -> PairwiseFactory:
-        _REGISTRY[kind] = (factory, needs_config)
-        return factory
-
-    return deco
+# Pairwise judge kinds (``--judge NAME`` or a config's ``kind``). Plugins: entry-point group
+# ``backtest.pairwise_judges``, each a factory ``(config, config_path) -> PairwiseJudge``.
+PAIRWISE_JUDGES: Registry[PairwiseFactory] = Registry(
+    "pairwise judge",
+    "pairwise_judges",
+    {
+        "offline": "backtest.arena.fitted_pairwise:make_fitted",
+        "offline-rubric-v1": "backtest.arena.offline_pairwise:make_offline_rubric",
+        "position-a": "backtest.arena.offline_pairwise:make_position_a",
+        "llm": "backtest.arena.llm_pairwise:make_llm",
+    },
+)
 
 
 def pairwise_judge_names() -> list[str]:
     """Registered pairwise-judge kinds."""
-    return sorted(_REGISTRY)
+    return PAIRWISE_JUDGES.names()
 
 
 def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | None = None) -> PairwiseJudge:
@@ -105,110 +118,18 @@ def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | No
     A bare name also finds ``judges/<name>.toml`` under ``root``.
     """
     value = str(name_or_config or "offline")
-    if value in _REGISTRY and not _REGISTRY[value][1]:
-        return _REGISTRY[value][0]({}, None)
     path = Path(value)
     candidates = [path] + ([root / path, root / "judges" / path, root / "judges" / f"{value}.toml"] if root else [])
     config_path = next((p for p in candidates if p.suffix == ".toml" and p.is_file()), None)
+    if config_path is None and value in PAIRWISE_JUDGES:
+        return PAIRWISE_JUDGES.get(value)({}, None)
     if config_path is None:
-        raise BadInput(f"unknown pairwise judge {value!r}: give a judges/NAME.toml config or one of "
-                       f"{', '.join(k for k, (_, c) in sorted(_REGISTRY.items()) if not c)}")
-    config = load_config(config_path)
+        raise BadInput(f"{PAIRWISE_JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
+    config = read_toml(config_path, "pairwise judge config")
     kind = str(config.get("kind", "llm"))
-    if kind not in _REGISTRY:
-        raise BadInput(f"{config_path}: unknown pairwise judge kind {kind!r} (known: {', '.join(pairwise_judge_names())})")
-    return _REGISTRY[kind][0](config, config_path.resolve())
-
-
-def load_config(path: Path) -> dict[str, Any]:
-    """Read a TOML judge config, with BadInput naming the file on any problem."""
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such config") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: bad TOML ({exc})") from None
-
-
-# --------------------------------------------------------------------------- built-in judges
-
-
-class OfflinePairwiseJudge:
-    """Deterministic, no network: compares the two outputs' offline rubric scores.
-
-    The per-output score is ``(g + ℓ + j) / 3`` from :class:`backtest.arena.rubric.OfflineRubric`
-    (grounding in the context, specificity, justification cues). A difference under
-    ``tie_margin`` is A≈B, under ``strong_margin`` a plain preference, else a strong
-    one. It never looks at the position, so it is order-stable by construction.
-    Documented as weak: it rewards overlap and specificity, not insight.
-    """
-
-    name = "offline-rubric-v1"
-
-    def __init__(self, tie_margin: float = 0.15, strong_margin: float = 0.75):
-        from .rubric import OfflineRubric
-
-        self.rubric = OfflineRubric()
-        self.tie_margin = tie_margin
-        self.strong_margin = strong_margin
-
-    def info(self) -> dict[str, Any]:
-        """Name and margins."""
-        return {"name": self.name, "kind": "offline-rubric-v1", "protocol": "offline-rubric-v1", "tie_margin": self.tie_margin,
-                "strong_margin": self.strong_margin, "rubric": self.rubric.name}
-
-    def compare(self, context: ArenaContext, a: ArenaOutput, b: ArenaOutput) -> PairVerdict:
-        """Compare the outputs' offline pair-quality scores."""
-        sa = self.rubric.score_output(context, a).q_pair
-        sb = self.rubric.score_output(context, b).q_pair
-        diff = sa - sb
-        if abs(diff) < self.tie_margin:
-            verdict = "A=B"
-        elif diff > 0:
-            verdict = "A>>B" if diff >= self.strong_margin else "A>B"
-        else:
-            verdict = "B>>A" if -diff >= self.strong_margin else "B>A"
-        return PairVerdict(verdict=verdict, rationale=f"offline rubric score A={sa:.2f}, B={sb:.2f}")
-
-
-class PositionAJudge:
-    """A deliberately biased control: always answers A>B, whatever it is shown."""
-
-    name = "position-a"
-
-    def info(self) -> dict[str, Any]:
-        """Name only."""
-        return {"name": self.name, "kind": "control", "note": "always prefers position A"}
-
-    def compare(self, context: ArenaContext, a: ArenaOutput, b: ArenaOutput) -> PairVerdict:
-        """Always A>B."""
-        return PairVerdict(verdict="A>B", rationale="position-A control")
-
-
-register_pairwise_judge("offline-rubric-v1")(lambda config, path: OfflinePairwiseJudge())
-
-
-def _make_fitted(config: dict[str, Any], path: Path | None) -> PairwiseJudge:
-    from .fitted_pairwise import DEFAULT_WEIGHTS, FittedPairwiseJudge
-
-    weights = Path(config["weights"]) if config.get("weights") else DEFAULT_WEIGHTS
-    if path is not None and not weights.is_absolute():
-        weights = path.parent / weights
-    return FittedPairwiseJudge.from_file(weights)
-
-
-register_pairwise_judge("offline")(_make_fitted)
-register_pairwise_judge("position-a")(lambda config, path: PositionAJudge())
-
-
-def _make_llm(config: dict[str, Any], path: Path | None) -> PairwiseJudge:
-    from .llm_pairwise import LLMPairwiseJudge
-
-    return LLMPairwiseJudge(config, path)
-
-
-register_pairwise_judge("llm", needs_config=True)(_make_llm)
+    if kind not in PAIRWISE_JUDGES:
+        raise BadInput(f"{config_path}: {PAIRWISE_JUDGES.unknown(kind).message.replace('judge', 'judge kind', 1)}")
+    return PAIRWISE_JUDGES.get(kind)(config, config_path.resolve())
 
 
 # --------------------------------------------------------------------------- judging both orders
@@ -237,10 +158,19 @@ def make_case(context_id: str, system_a: str, system_b: str, first: PairVerdict,
     va, vb = normalise_verdict(first.verdict), normalise_verdict(second.verdict)
     share_ab = SHARES[va]
     share_ba = 1.0 - SHARES[vb]
-    return ArenaCase(context_id=context_id, system_a=system_a, system_b=system_b, verdict_ab=va, verdict_ba=vb,
-                     share_ab=share_ab, share_ba=share_ba, share=(share_ab + share_ba) / 2.0,
-                     consistent=polarity(share_ab) == polarity(share_ba),
-                     rationale_ab=first.rationale, rationale_ba=second.rationale)
+    return ArenaCase(
+        context_id=context_id,
+        system_a=system_a,
+        system_b=system_b,
+        verdict_ab=va,
+        verdict_ba=vb,
+        share_ab=share_ab,
+        share_ba=share_ba,
+        share=(share_ab + share_ba) / 2.0,
+        consistent=polarity(share_ab) == polarity(share_ba),
+        rationale_ab=first.rationale,
+        rationale_ba=second.rationale,
+    )
 
 
 def context_pairs(contexts: Sequence[ArenaContext]) -> list[tuple[ArenaContext, str, str]]:
@@ -248,12 +178,13 @@ def context_pairs(contexts: Sequence[ArenaContext]) -> list[tuple[ArenaContext, 
     out = []
     for ctx in contexts:
         names = ctx.systems()
-        out += [(ctx, a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+        out += [(ctx, a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
     return out
 
 
-def judge_contexts(contexts: Sequence[ArenaContext], judge: PairwiseJudge,
-                   progress: Callable[[int], None] | None = None) -> list[ArenaCase]:
+def judge_contexts(
+    contexts: Sequence[ArenaContext], judge: PairwiseJudge, progress: Callable[[int], None] | None = None
+) -> list[ArenaCase]:
     """Judge every pair in every context in both orders; cases in context-then-pair order.
 
     A judge with a ``compare_many(list of (context, a, b))`` method (the LLM judge) gets all
@@ -274,7 +205,9 @@ def judge_contexts(contexts: Sequence[ArenaContext], judge: PairwiseJudge,
             verdicts.append(judge.compare(*call))
             if progress and k % 2 == 1:
                 progress(1)
-    return [make_case(ctx.context_id, a, b, verdicts[2 * k], verdicts[2 * k + 1]) for k, (ctx, a, b) in enumerate(pairs)]
+    return [
+        make_case(ctx.context_id, a, b, verdicts[2 * k], verdicts[2 * k + 1]) for k, (ctx, a, b) in enumerate(pairs)
+    ]
 
 
 def fold_cases(cases: Iterable[ArenaCase], fold: str = "average") -> tuple[list[ArenaCase], list[ArenaCase]]:

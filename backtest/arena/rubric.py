@@ -17,7 +17,7 @@ The offline features (each mapped linearly onto 1–5 and clipped):
 
 * ``g``: the share of the output's content words (≥ 3 letters, not stop words)
   that occur in the context text (0 → 1, ≥ 0.6 → 5);
-* ``ℓ``: specificity — catalogued objects named (:func:`backtest.objects.find_objects`),
+* ``ℓ``: specificity — catalogued objects named (:func:`backtest.text.objects.find_objects`),
   molecules and quantities, plus a contrast/relation cue (whether, versus, than,
   tension, discrepancy...), minus generic robustness templates;
 * ``j``: justification cues — a stated hypothesis/premise or a causal/conditional
@@ -34,16 +34,26 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..clarity import _MOLECULE, _QUANTITY
-from .contexts import ArenaContext, ArenaOutput
+from backtest.arena.contexts import ArenaContext, ArenaOutput
+from backtest.core.registry import Registry
+from backtest.text.clarity import _MOLECULE, _QUANTITY
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+-]{2,}")
-_CONTRAST = re.compile(r"\b(?:whether|versus|vs\.?|than|tension|discrepan\w*|disagree\w*|inconsistent|contradict\w*|"
-                       r"compared|differ\w*|instead|rather)\b", re.I)
-_CAUSAL = re.compile(r"\b(?:because|if|due to|caused?|drives?|driven|predicts?|implies|would|mechanism|explain\w*|"
-                     r"given that|since|leads? to|depends? on|as a result)\b", re.I)
-_GENERIC = re.compile(r"\b(?:robust to independent|main result reported|central conclusion of the highly cited|"
-                      r"hold under independent datasets|how can this be resolved)\b", re.I)
+_CONTRAST = re.compile(
+    r"\b(?:whether|versus|vs\.?|than|tension|discrepan\w*|disagree\w*|inconsistent|contradict\w*|"
+    r"compared|differ\w*|instead|rather)\b",
+    re.I,
+)
+_CAUSAL = re.compile(
+    r"\b(?:because|if|due to|caused?|drives?|driven|predicts?|implies|would|mechanism|explain\w*|"
+    r"given that|since|leads? to|depends? on|as a result)\b",
+    re.I,
+)
+_GENERIC = re.compile(
+    r"\b(?:robust to independent|main result reported|central conclusion of the highly cited|"
+    r"hold under independent datasets|how can this be resolved)\b",
+    re.I,
+)
 
 
 def _stop_words() -> frozenset[str]:
@@ -78,8 +88,12 @@ class OutputScores:
 
     def to_dict(self) -> dict[str, float]:
         """JSON-ready scores plus ``q_pair``."""
-        return {"grounding": round(self.grounding, 4), "insight": round(self.insight, 4),
-                "justification": round(self.justification, 4), "q_pair": round(self.q_pair, 4)}
+        return {
+            "grounding": round(self.grounding, 4),
+            "insight": round(self.insight, 4),
+            "justification": round(self.justification, 4),
+            "q_pair": round(self.q_pair, 4),
+        }
 
 
 @dataclass(frozen=True)
@@ -100,9 +114,13 @@ class SetScores:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready scores plus ``q_set``."""
-        return {"breadth": round(self.breadth, 4),
-                "distinctness": None if self.distinctness is None else round(self.distinctness, 4),
-                "utility": round(self.utility, 4), "size": self.size, "q_set": round(self.q_set, 4)}
+        return {
+            "breadth": round(self.breadth, 4),
+            "distinctness": None if self.distinctness is None else round(self.distinctness, 4),
+            "utility": round(self.utility, 4),
+            "size": self.size,
+            "q_set": round(self.q_set, 4),
+        }
 
 
 def q_pair(scores: Sequence[OutputScores]) -> float | None:
@@ -116,7 +134,7 @@ def _well_formed(text: str) -> bool:
 
 
 def _specific(text: str) -> bool:
-    from ..objects import find_objects
+    from backtest.text.objects import find_objects
 
     return bool(find_objects(text)) or bool(_MOLECULE.search(text))
 
@@ -128,7 +146,7 @@ class OfflineRubric:
 
     def score_output(self, context: ArenaContext, output: ArenaOutput) -> OutputScores:
         """g, ℓ, j for one output in its context."""
-        from ..objects import find_objects
+        from backtest.text.objects import find_objects
 
         text = output.output
         words = content_words(text)
@@ -138,7 +156,7 @@ class OfflineRubric:
         n_specific = len(find_objects(text)) + len(set(_MOLECULE.findall(text))) + len(_QUANTITY.findall(text))
         raw_insight = min(2, n_specific) + (1 if _CONTRAST.search(text) else 0) - (2 if _GENERIC.search(text) else 0)
         insight = _scale(raw_insight, -1.0, 3.0)
-        cues = (1 if ("\nHypothesis:" in text or "\nPremise:" in text or _CAUSAL.search(text)) else 0)
+        cues = 1 if ("\nHypothesis:" in text or "\nPremise:" in text or _CAUSAL.search(text)) else 0
         cues += 1 if len(output.evidence_ids) >= 2 else 0
         cues += 1 if _well_formed(text) else 0
         justification = _scale(cues, 0.0, 3.0)
@@ -146,7 +164,7 @@ class OfflineRubric:
 
     def score_set(self, outputs: Sequence[ArenaOutput]) -> SetScores:
         """b, d, u for a set of outputs (one system's outputs)."""
-        from ..equivalence import get_rule, n_distinct
+        from backtest.text.equivalence import get_rule, n_distinct
 
         n = len(outputs)
         if n == 0:
@@ -162,23 +180,33 @@ class OfflineRubric:
 
 
 RubricFactory = Callable[..., Any]
-_RUBRICS: dict[str, RubricFactory] = {"offline": lambda **kw: OfflineRubric()}
+
+
+def make_offline_rubric(**_: Any) -> OfflineRubric:
+    """Factory for the ``offline`` rubric scorer (no settings)."""
+    return OfflineRubric()
+
+
+# Rubric scorers (``--rubric NAME``). Plugins: entry-point group ``backtest.rubrics``, each a factory
+# taking keyword options (``config=...`` for configured ones).
+RUBRICS: Registry[RubricFactory] = Registry(
+    "rubric",
+    "rubrics",
+    {
+        "offline": "backtest.arena.rubric:make_offline_rubric",
+        "llm": "backtest.arena.llm_pairwise:make_rubric",
+    },
+)
 
 
 def register_rubric(name: str, factory: RubricFactory) -> None:
-    """Register a rubric scorer factory."""
-    _RUBRICS[name] = factory
+    """Register a rubric scorer factory (in-process)."""
+    RUBRICS.add(name, factory)
 
 
-def get_rubric(name: str = "offline", **options: Any):
+def get_rubric(name: str = "offline", **options: Any) -> Any:
     """A rubric scorer by name (``offline``; ``llm`` needs ``config=...``)."""
-    from ..errors import BadInput
-
-    if name == "llm" and "llm" not in _RUBRICS:
-        from . import llm_pairwise  # noqa: F401  (registers the llm rubric)
-    if name not in _RUBRICS:
-        raise BadInput(f"unknown rubric {name!r}; known: {', '.join(sorted(_RUBRICS))}")
-    return _RUBRICS[name](**options)
+    return RUBRICS.get(name)(**options)
 
 
 def rubric_report(contexts: Sequence[ArenaContext], scorer=None) -> dict[str, Any]:
@@ -198,7 +226,7 @@ def rubric_report(contexts: Sequence[ArenaContext], scorer=None) -> dict[str, An
             "grounding": round(sum(s.grounding for s in scores) / n, 4),
             "insight": round(sum(s.insight for s in scores) / n, 4),
             "justification": round(sum(s.justification for s in scores) / n, 4),
-            "q_pair": round(q_pair(scores), 4),
+            "q_pair": round(q_pair(scores) or 0.0, 4),
             "set": set_scores.to_dict(),
             "q_set": round(set_scores.q_set, 4),
         }

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..fileio import atomic_write_text, write_json, write_jsonl
-from .bootstrap import DEFAULT_REPLICATES, bootstrap_btd
-from .btd import DEFAULT_RIDGE, condorcet, fit_btd, table_from_outcomes, win_rates
-from .contexts import ArenaContext
-from .pairwise import SHARES, ArenaCase, PairwiseJudge, fold_cases, judge_contexts
+from backtest.arena.bootstrap import DEFAULT_REPLICATES, bootstrap_btd
+from backtest.arena.btd import DEFAULT_RIDGE, condorcet, fit_btd, table_from_outcomes, win_rates
+from backtest.arena.contexts import ArenaContext
+from backtest.arena.pairwise import SHARES, ArenaCase, PairwiseJudge, fold_cases, judge_contexts
+from backtest.core.fileio import atomic_write_text, write_json, write_jsonl
 
 SCHEMA_VERSION = "1"
 
@@ -23,23 +23,41 @@ def _outcomes(cases: Sequence[ArenaCase]) -> list[tuple[str, str, float]]:
     return [(c.system_a, c.system_b, c.share) for c in cases]
 
 
-def fit_cases(systems: Sequence[str], cases: Sequence[ArenaCase], ridge: float = DEFAULT_RIDGE,
-              n_boot: int = DEFAULT_REPLICATES, seed: int = 0, cluster: bool = False) -> dict[str, Any]:
+def fit_cases(
+    systems: Sequence[str],
+    cases: Sequence[ArenaCase],
+    ridge: float = DEFAULT_RIDGE,
+    n_boot: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    cluster: bool = False,
+) -> dict[str, Any]:
     """BTD fit, win rates, Condorcet relations and the bootstrap for a list of folded cases."""
     outcomes = _outcomes(cases)
     table = table_from_outcomes(systems, outcomes)
     fit = fit_btd(table, ridge=ridge)
     out: dict[str, Any] = {"btd": fit.to_dict(), "win_rates": win_rates(table), "condorcet": condorcet(table)}
     if n_boot > 0:
-        boot = bootstrap_btd(systems, outcomes, fit, clusters=[c.context_id for c in cases] if cluster else None,
-                             n_boot=n_boot, seed=seed, ridge=ridge)
+        boot = bootstrap_btd(
+            systems,
+            outcomes,
+            fit,
+            clusters=[c.context_id for c in cases] if cluster else None,
+            n_boot=n_boot,
+            seed=seed,
+            ridge=ridge,
+        )
         out["bootstrap"] = boot.to_dict()
     out["_fit"] = fit
     return out
 
 
-def sensitivity(systems: Sequence[str], stable: Sequence[ArenaCase], sensitive: Sequence[ArenaCase],
-                strict_fit, ridge: float = DEFAULT_RIDGE) -> dict[str, Any]:
+def sensitivity(
+    systems: Sequence[str],
+    stable: Sequence[ArenaCase],
+    sensitive: Sequence[ArenaCase],
+    strict_fit,
+    ridge: float = DEFAULT_RIDGE,
+) -> dict[str, Any]:
     """Refit with the order-sensitive cases added back as ties, and as losses for the higher-ranked system."""
     rating = strict_fit.rating_of()
     as_ties = [c.model_copy(update={"share": 0.5}) for c in sensitive]
@@ -51,8 +69,12 @@ def sensitivity(systems: Sequence[str], stable: Sequence[ArenaCase], sensitive: 
     out = {}
     for name, extra in (("as_ties", as_ties), ("as_losses_for_higher_ranked", as_losses)):
         fit = fit_btd(table_from_outcomes(systems, _outcomes(list(stable) + extra)), ridge=ridge)
-        out[name] = {"ratings": {s: round(r, 2) for s, r in fit.rating_of().items()}, "theta": round(fit.theta, 6),
-                     "ordering": fit.ordering(), "same_ordering_as_strict": fit.ordering() == strict_fit.ordering()}
+        out[name] = {
+            "ratings": {s: round(r, 2) for s, r in fit.rating_of().items()},
+            "theta": round(fit.theta, 6),
+            "ordering": fit.ordering(),
+            "same_ordering_as_strict": fit.ordering() == strict_fit.ordering(),
+        }
     return out
 
 
@@ -103,7 +125,7 @@ def run_arena(
         result["sensitivity"] = sensitivity(systems, included, set_aside, fit, ridge=ridge)
     result["leaderboard"] = _leaderboard_rows(result)
     if rubric is not None:
-        from .rubric import rubric_report
+        from backtest.arena.rubric import rubric_report
 
         result["rubric"] = rubric_report(contexts, rubric)
     result["cases"] = list(cases)
@@ -119,9 +141,16 @@ def _leaderboard_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     for s in btd["ordering"]:
         interval = boot.get("intervals", {}).get(s)
         rank = 1 + sum(r > ratings[s] + 0.005 for r in ratings.values())  # equal ratings share a rank
-        rows.append({"rank": rank, "system": s, "rating": btd["ratings"][s],
-                     "ci_low": interval[0] if interval else None, "ci_high": interval[1] if interval else None,
-                     "win_rate": counts.get(s)})
+        rows.append(
+            {
+                "rank": rank,
+                "system": s,
+                "rating": btd["ratings"][s],
+                "ci_low": interval[0] if interval else None,
+                "ci_high": interval[1] if interval else None,
+                "win_rate": counts.get(s),
+            }
+        )
     return rows
 
 
@@ -146,39 +175,60 @@ def leaderboard_markdown(result: dict[str, Any]) -> str:
     if result.get("all_fitted_ties"):
         theta = "∞ (every fitted comparison is a tie; the fit reports the weak prior's cap)"
     else:
-        theta = f"{btd['theta']:.3f}" + (f" [{boot['theta_interval'][0]:.3f}, {boot['theta_interval'][1]:.3f}]" if boot else "")
-    notes = [f"BTD fit on {result['n_fitted']} of {result['n_cases']} cases ({result['n_contexts']} contexts, "
-             f"{result['n_judgments']} judgments, fold={result['fold']}); θ = {theta}; Elo-like scale anchored at 1500."]
+        theta = f"{btd['theta']:.3f}" + (
+            f" [{boot['theta_interval'][0]:.3f}, {boot['theta_interval'][1]:.3f}]" if boot else ""
+        )
+    notes = [
+        f"BTD fit on {result['n_fitted']} of {result['n_cases']} cases ({result['n_contexts']} contexts, "
+        f"{result['n_judgments']} judgments, fold={result['fold']}); θ = {theta}; Elo-like scale anchored at 1500."
+    ]
     if result["consistency_rate"] is not None:
-        notes.append(f"Order-consistent cases: {result['n_consistent']}/{result['n_cases']} "
-                     f"({100 * result['consistency_rate']:.1f}%); share given to position A: {result['position_a_share']:.3f}.")
+        notes.append(
+            f"Order-consistent cases: {result['n_consistent']}/{result['n_cases']} "
+            f"({100 * result['consistency_rate']:.1f}%); share given to position A: {result['position_a_share']:.3f}."
+        )
     if boot:
         rec = boot["full_ordering_recovery"]
-        notes.append(f"Bootstrap: {boot['n_boot']} replicates over {boot['resampling']} (seed {boot['seed']}); "
-                     + (f"full ordering recovered in {100 * rec:.1f}% of replicates." if rec is not None
-                        else "the point estimate ties systems, so there is no full ordering to recover."))
+        notes.append(
+            f"Bootstrap: {boot['n_boot']} replicates over {boot['resampling']} (seed {boot['seed']}); "
+            + (
+                f"full ordering recovered in {100 * rec:.1f}% of replicates."
+                if rec is not None
+                else "the point estimate ties systems, so there is no full ordering to recover."
+            )
+        )
     if result.get("judge_validity"):
         notes.append(f"Pairwise {result['judge_validity']}.")
     cond = result["condorcet"]
-    notes.append(f"Condorcet winner: {cond['winner'] or 'none'}; loser: {cond['loser'] or 'none'}; "
-                 f"majority cycles: {len(cond['cycles'])}.")
+    notes.append(
+        f"Condorcet winner: {cond['winner'] or 'none'}; loser: {cond['loser'] or 'none'}; "
+        f"majority cycles: {len(cond['cycles'])}."
+    )
     if "sensitivity" in result:
         sens = result["sensitivity"]
-        notes.append(f"Order-sensitive cases set aside: {len(result['order_sensitive'])}; refit as ties → "
-                     f"{ordering_text(sens['as_ties']['ratings'], sens['as_ties']['ordering'])}; as losses for the "
-                     f"higher-ranked → {ordering_text(sens['as_losses_for_higher_ranked']['ratings'], sens['as_losses_for_higher_ranked']['ordering'])}.")
+        notes.append(
+            f"Order-sensitive cases set aside: {len(result['order_sensitive'])}; refit as ties → "
+            f"{ordering_text(sens['as_ties']['ratings'], sens['as_ties']['ordering'])}; as losses for the "
+            f"higher-ranked → {ordering_text(sens['as_losses_for_higher_ranked']['ratings'], sens['as_losses_for_higher_ranked']['ordering'])}."
+        )
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 
 def rubric_markdown(rubric: dict[str, Any]) -> str:
     """Rubric diagnostics as a Markdown table."""
-    lines = [f"Rubric diagnostics ({rubric['scorer']}; 1–5):", "",
-             "| system | n | g | ℓ | j | Q_pair | b | d | u | Q_set |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Rubric diagnostics ({rubric['scorer']}; 1–5):",
+        "",
+        "| system | n | g | ℓ | j | Q_pair | b | d | u | Q_set |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for s, r in rubric["systems"].items():
         st = r["set"]
         d = "—" if st["distinctness"] is None else f"{st['distinctness']:.2f}"
-        lines.append(f"| {s} | {r['n_outputs']} | {r['grounding']:.2f} | {r['insight']:.2f} | {r['justification']:.2f} | "
-                     f"{r['q_pair']:.2f} | {st['breadth']:.2f} | {d} | {st['utility']:.2f} | {r['q_set']:.2f} |")
+        lines.append(
+            f"| {s} | {r['n_outputs']} | {r['grounding']:.2f} | {r['insight']:.2f} | {r['justification']:.2f} | "
+            f"{r['q_pair']:.2f} | {st['breadth']:.2f} | {d} | {st['utility']:.2f} | {r['q_set']:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -196,11 +246,22 @@ def write_arena(result: dict[str, Any], contexts: Sequence[ArenaContext], out_di
     return out
 
 
-def arena_study(contexts: Sequence[ArenaContext] | None = None, question_sets: dict | None = None, past=None,
-                judge: str = "offline", root: Path | None = None, fold: str = "average",
-                n_boot: int = DEFAULT_REPLICATES, seed: int = 0, cluster: bool = False, threshold: float = 0.15,
-                ridge: float = DEFAULT_RIDGE, rubric: str = "offline", rubric_config: Path | None = None,
-                progress=None) -> tuple[dict[str, Any], list[ArenaContext], str]:
+def arena_study(
+    contexts: Sequence[ArenaContext] | None = None,
+    question_sets: dict | None = None,
+    past=None,
+    judge: str = "offline",
+    root: Path | None = None,
+    fold: str = "average",
+    n_boot: int = DEFAULT_REPLICATES,
+    seed: int = 0,
+    cluster: bool = False,
+    threshold: float = 0.15,
+    ridge: float = DEFAULT_RIDGE,
+    rubric: str = "offline",
+    rubric_config: Path | None = None,
+    progress=None,
+) -> tuple[dict[str, Any], list[ArenaContext], str]:
     """One arena as ``backtest arena`` runs it: contexts, pairwise judge, fit, rubric.
 
     Give either ``contexts`` (user-provided) or ``question_sets`` (system → Questions,
@@ -210,11 +271,11 @@ def arena_study(contexts: Sequence[ArenaContext] | None = None, question_sets: d
     contexts with two or more systems, and the run id (a hash of everything that
     decides the result).
     """
-    from ..errors import BadInput
-    from ..seal import sha256_json
-    from .contexts import neighbourhood_contexts
-    from .pairwise import get_pairwise_judge
-    from .rubric import get_rubric
+    from backtest.arena.contexts import neighbourhood_contexts
+    from backtest.arena.pairwise import get_pairwise_judge
+    from backtest.arena.rubric import get_rubric
+    from backtest.core.errors import BadInput
+    from backtest.core.seal import sha256_json
 
     if contexts is None:
         contexts = neighbourhood_contexts(question_sets or {}, past, threshold=threshold)
@@ -226,12 +287,31 @@ def arena_study(contexts: Sequence[ArenaContext] | None = None, question_sets: d
     if progress is not None:
         progress.total = sum(len(c.outputs) * (len(c.outputs) - 1) // 2 for c in multi)
         progress.refresh()
-    result = run_arena(multi, pairwise, fold=fold, n_boot=n_boot, seed=seed, cluster=cluster, ridge=ridge,
-                       rubric=scorer, progress=None if progress is None else progress.update)
-    run_id = sha256_json({"contexts": [c.model_dump(mode="json") for c in multi], "judge": result["judge"], "fold": fold,
-                          "n_boot": n_boot, "seed": seed, "cluster": cluster, "ridge": ridge, "rubric": rubric})[:12]
+    result = run_arena(
+        multi,
+        pairwise,
+        fold=fold,
+        n_boot=n_boot,
+        seed=seed,
+        cluster=cluster,
+        ridge=ridge,
+        rubric=scorer,
+        progress=None if progress is None else progress.update,
+    )
+    run_id = sha256_json(
+        {
+            "contexts": [c.model_dump(mode="json") for c in multi],
+            "judge": result["judge"],
+            "fold": fold,
+            "n_boot": n_boot,
+            "seed": seed,
+            "cluster": cluster,
+            "ridge": ridge,
+            "rubric": rubric,
+        }
+    )[:12]
     if root is not None:
-        from ..judge.cards import card_line, load_card
+        from backtest.judge.cards import card_line, load_card
 
         result["judge_validity"] = card_line(load_card(Path(root) / "judges" / "cards", result["judge"], pairwise=True))
     return result, multi, run_id

@@ -6,24 +6,28 @@ from pathlib import Path
 
 import click
 
-from .common import OutPath, echo_json, json_option
-from .main import cli
+from backtest.cli.common import OutPath, echo_json, json_option
 
 
-@cli.group("import")
+@click.group("import")
 def import_group() -> None:
     """Import other benchmarks' files as our own records."""
 
 
 @import_group.command("sqb")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=OutPath(file_okay=False, path_type=Path),
-              help="Folder to write into (a workspace root: manifests/, frozen/, results/, labels/).")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=OutPath(file_okay=False, path_type=Path),
+    help="Folder to write into (a workspace root: manifests/, frozen/, results/, labels/).",
+)
 @click.option("--no-annotation", is_flag=True, help="Skip decoding the human annotation sheets.")
 @json_option
 def import_sqb_cmd(path, out, no_annotation, as_json):
     """Import the reference release at PATH: frozen sets, runs, metrics and human labels."""
-    from ..interop.sqb import import_sqb
+    from backtest.interop.sqb import import_sqb
 
     summary = import_sqb(path, out, annotation=not no_annotation)
     if as_json:
@@ -38,25 +42,34 @@ def import_sqb_cmd(path, out, no_annotation, as_json):
 
 @import_group.command("sqb-annotation")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=OutPath(file_okay=False, path_type=Path),
-              help="Folder for the rater files (annotator_<N>.jsonl).")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=OutPath(file_okay=False, path_type=Path),
+    help="Folder for the rater files (annotator_<N>.jsonl).",
+)
 def import_sqb_annotation_cmd(path, out):
     """Decode the release's blinded annotation sheets (PATH: the release or its annotation/)."""
-    from ..interop.sqb import import_annotation
+    from backtest.interop.sqb import import_annotation
 
     for written in import_annotation(path, out):
         click.echo(f"wrote {written}")
 
 
-@cli.command("compare")
+@click.command("compare")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out", type=OutPath(path_type=Path),
-              help="FILE.md, FILE.json or FILE.html, or a folder for compare.{md,json,html}.")
+@click.option(
+    "--out",
+    "out",
+    type=OutPath(path_type=Path),
+    help="FILE.md, FILE.json or FILE.html, or a folder for compare.{md,json,html}.",
+)
 @click.option("--allow-invalid", is_flag=True, help="Include runs marked valid=false (shown as INVALID everywhere).")
 @json_option
 def compare_cmd(run_dirs, out, allow_invalid, as_json):
     """Compare runs: systems x metrics with 95% CP intervals, Fisher tests, leaderboard."""
-    from ..compare import compare_runs, render_markdown, write_outputs
+    from backtest.analysis.compare import compare_runs, render_markdown, write_outputs
 
     comparison = compare_runs(list(run_dirs), allow_invalid=allow_invalid)
     if out:
@@ -68,9 +81,11 @@ def compare_cmd(run_dirs, out, allow_invalid, as_json):
         click.echo(render_markdown(comparison))
 
 
-@cli.command("agree")
+@click.command("agree")
 @click.argument("label_files", nargs=-1, required=True)
-@click.option("--field", "field_name", type=click.Choice(["outcome", "premise_status"]), default="outcome", show_default=True)
+@click.option(
+    "--field", "field_name", type=click.Choice(["outcome", "premise_status"]), default="outcome", show_default=True
+)
 @click.option("--html", "html_out", type=OutPath(dir_okay=False, path_type=Path), help="Write an HTML heat map here.")
 @json_option
 def agree_cmd(label_files, field_name, html_out, as_json):
@@ -79,8 +94,8 @@ def agree_cmd(label_files, field_name, html_out, as_json):
     Each LABEL_FILE is a rater: a judgments/outcomes/rater JSONL file, a run folder, or
     NAME=PATH[,PATH...] for a rater spread over several files.
     """
-    from ..agreement import agreement, load_rater, render_html, render_text
-    from ..fileio import atomic_write_text
+    from backtest.analysis.agreement import agreement, load_rater, render_html, render_text
+    from backtest.core.fileio import atomic_write_text
 
     result = agreement([load_rater(spec) for spec in label_files], field_name)
     if html_out:
@@ -90,3 +105,7 @@ def agree_cmd(label_files, field_name, html_out, as_json):
         echo_json(result)
     else:
         click.echo(render_text(result), nl=False)
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [import_group, compare_cmd, agree_cmd]

@@ -7,13 +7,12 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from ..errors import BadInput
-from .common import OutPath, echo_json, json_option, progress_enabled, workspace
-from .main import cli
+from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
+from backtest.core.errors import BadInput
 
 
 def _question_sets(paths) -> dict:
-    from ..arena.contexts import load_question_set
+    from backtest.arena.contexts import load_question_set
 
     sets: dict = {}
     for path in paths:
@@ -26,8 +25,8 @@ def _question_sets(paths) -> dict:
 
 def _past_of(instance_id: str, question_sets: dict, ws):
     """The instance's past corpus, after checking the sets were made for its cutoff."""
-    from ..arena.contexts import cutoff_of
-    from ..instance import load_instance, open_past_corpus
+    from backtest.arena.contexts import cutoff_of
+    from backtest.corpus.instance import load_instance, open_past_corpus
 
     instance = load_instance(instance_id, ws)
     cutoff = cutoff_of(question_sets)
@@ -36,40 +35,96 @@ def _past_of(instance_id: str, question_sets: dict, ws):
     return open_past_corpus(instance, ws)
 
 
-@cli.command("arena")
+@click.command("arena")
 @click.argument("sets", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--instance", "instance_id", help="Instance whose past corpus gives the evidence text of each context.")
-@click.option("--contexts", "contexts_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A JSONL of {context, system, output} instead of question sets.")
-@click.option("--judge", default="offline", show_default=True,
-              help="Pairwise judge: offline, position-a (a biased control), or judges/NAME.toml (kind = \"llm\").")
-@click.option("--fold", type=click.Choice(["average", "strict"]), default="average", show_default=True,
-              help="average: both orders averaged; strict: only order-stable cases enter the fit.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(0, 1_000_000), default=10_000, show_default=True,
-              help="Bootstrap replicates (0: none).")
+@click.option(
+    "--contexts",
+    "contexts_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A JSONL of {context, system, output} instead of question sets.",
+)
+@click.option(
+    "--judge",
+    default="offline",
+    show_default=True,
+    help='Pairwise judge: offline, position-a (a biased control), or judges/NAME.toml (kind = "llm").',
+)
+@click.option(
+    "--fold",
+    type=click.Choice(["average", "strict"]),
+    default="average",
+    show_default=True,
+    help="average: both orders averaged; strict: only order-stable cases enter the fit.",
+)
+@click.option(
+    "--bootstrap",
+    "n_boot",
+    type=click.IntRange(0, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap replicates (0: none).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--cluster/--no-cluster", default=False, show_default=True,
-              help="Resample whole contexts instead of single cases.")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.15, show_default=True,
-              help="Evidence-text TF-IDF cosine at which two questions are neighbours (shared evidence always is).")
-@click.option("--ridge", type=click.FloatRange(0), default=1e-3, show_default=True, help="Gaussian prior ridge·Σβ² of the BTD fit.")
-@click.option("--rubric", type=click.Choice(["offline", "llm", "none"]), default="offline", show_default=True,
-              help="Rubric diagnostics beside the leaderboard.")
-@click.option("--rubric-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Config for --rubric llm.")
-@click.option("--out", type=OutPath(file_okay=False, path_type=Path),
-              help="Output folder (default: results/<instance>/arena/<run id>).")
+@click.option(
+    "--cluster/--no-cluster", default=False, show_default=True, help="Resample whole contexts instead of single cases."
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.15,
+    show_default=True,
+    help="Evidence-text TF-IDF cosine at which two questions are neighbours (shared evidence always is).",
+)
+@click.option(
+    "--ridge",
+    type=click.FloatRange(0),
+    default=1e-3,
+    show_default=True,
+    help="Gaussian prior ridge·Σβ² of the BTD fit.",
+)
+@click.option(
+    "--rubric",
+    type=click.Choice(["offline", "llm", "none"]),
+    default="offline",
+    show_default=True,
+    help="Rubric diagnostics beside the leaderboard.",
+)
+@click.option(
+    "--rubric-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Config for --rubric llm."
+)
+@click.option(
+    "--out",
+    type=OutPath(file_okay=False, path_type=Path),
+    help="Output folder (default: results/<instance>/arena/<run id>).",
+)
 @json_option
 @click.pass_context
-def arena(ctx, sets, instance_id, contexts_file, judge, fold, n_boot, seed, cluster, threshold, ridge, rubric,
-          rubric_config, out, as_json):
+def arena(
+    ctx,
+    sets,
+    instance_id,
+    contexts_file,
+    judge,
+    fold,
+    n_boot,
+    seed,
+    cluster,
+    threshold,
+    ridge,
+    rubric,
+    rubric_config,
+    out,
+    as_json,
+):
     """Rank systems by blind pairwise comparison: both orders judged, folded, BTD-fitted, bootstrapped.
 
     SETS are submission folders, frozen set folders (verified) or questions.jsonl files of
     two or more systems on the same instance; contexts are their shared past-evidence
     neighbourhoods. Writes arena.json, cases.jsonl, contexts.jsonl and leaderboard.md.
     """
-    from ..arena.contexts import load_user_contexts
-    from ..arena.run import arena_study, leaderboard_markdown, rubric_markdown, write_arena
+    from backtest.arena.contexts import load_user_contexts
+    from backtest.arena.run import arena_study, leaderboard_markdown, rubric_markdown, write_arena
 
     ws = workspace(ctx)
     if bool(sets) == bool(contexts_file):
@@ -83,11 +138,29 @@ def arena(ctx, sets, instance_id, contexts_file, judge, fold, n_boot, seed, clus
             past = _past_of(instance_id, question_sets, ws)
     with tqdm(desc="judging pairs", unit=" pair", disable=not progress_enabled()) as bar:
         result, multi, run_id = arena_study(
-            contexts=contexts, question_sets=question_sets, past=past, judge=judge, root=ws.root, fold=fold, n_boot=n_boot,
-            seed=seed, cluster=cluster, threshold=threshold, ridge=ridge, rubric=rubric, rubric_config=rubric_config,
-            progress=bar)
-    result["inputs"] = {"sets": [str(p) for p in sets], "contexts_file": str(contexts_file) if contexts_file else None,
-                        "instance": instance_id, "threshold": threshold, "cluster": cluster, "seed": seed}
+            contexts=contexts,
+            question_sets=question_sets,
+            past=past,
+            judge=judge,
+            root=ws.root,
+            fold=fold,
+            n_boot=n_boot,
+            seed=seed,
+            cluster=cluster,
+            threshold=threshold,
+            ridge=ridge,
+            rubric=rubric,
+            rubric_config=rubric_config,
+            progress=bar,
+        )
+    result["inputs"] = {
+        "sets": [str(p) for p in sets],
+        "contexts_file": str(contexts_file) if contexts_file else None,
+        "instance": instance_id,
+        "threshold": threshold,
+        "cluster": cluster,
+        "seed": seed,
+    }
     out = out or ws.results / (instance_id or "user") / "arena" / run_id
     write_arena(result, multi, out)
     if as_json:
@@ -99,16 +172,33 @@ def arena(ctx, sets, instance_id, contexts_file, judge, fold, n_boot, seed, clus
     click.echo(f"wrote {out}/arena.json, leaderboard.md, cases.jsonl, contexts.jsonl")
 
 
-@cli.command("diversity")
+@click.command("diversity")
 @click.argument("sets", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--rule", "rules", multiple=True, default=("tfidf", "embedding"), show_default=True,
-              help="Equivalence rule (repeatable): tfidf, embedding, llm.")
-@click.option("--grouping", "groupings", multiple=True, type=click.Choice(["components", "complete", "leader"]),
-              default=("components", "complete", "leader"), show_default=True, help="Clustering (repeatable).")
+@click.option(
+    "--rule",
+    "rules",
+    multiple=True,
+    default=("tfidf", "embedding"),
+    show_default=True,
+    help="Equivalence rule (repeatable): tfidf, embedding, llm.",
+)
+@click.option(
+    "--grouping",
+    "groupings",
+    multiple=True,
+    type=click.Choice(["components", "complete", "leader"]),
+    default=("components", "complete", "leader"),
+    show_default=True,
+    help="Clustering (repeatable).",
+)
 @click.option("--audit/--no-audit", default=True, show_default=True, help="Run the perturbation audit.")
 @click.option("--audit-max", type=click.IntRange(1), default=None, help="Audit at most this many questions per set.")
-@click.option("--llm-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Judge config for --rule llm.")
-@click.option("--out", type=OutPath(file_okay=False, path_type=Path), help="Output folder (default: results/diversity/<id>).")
+@click.option(
+    "--llm-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Judge config for --rule llm."
+)
+@click.option(
+    "--out", type=OutPath(file_okay=False, path_type=Path), help="Output folder (default: results/diversity/<id>)."
+)
 @json_option
 @click.pass_context
 def diversity(ctx, sets, rules, groupings, audit, audit_max, llm_config, out, as_json):
@@ -117,18 +207,34 @@ def diversity(ctx, sets, rules, groupings, audit, audit_max, llm_config, out, as
 
     SETS are submission folders, frozen set folders (verified) or questions.jsonl files.
     """
-    from ..diversity import build_rules, diversity_study, ranked_texts, write_diversity
-    from ..seal import sha256_json
+    from backtest.analysis.diversity import build_rules, diversity_study, ranked_texts, write_diversity
+    from backtest.core.seal import sha256_json
 
     ws = workspace(ctx)
     question_sets = ranked_texts(_question_sets(sets))
     built = build_rules(rules, cache_dir=ws.cache / "equivalence", llm_config=llm_config)
     report, md = diversity_study(question_sets, built, groupings=groupings, audit=audit, audit_max=audit_max)
-    out = out or ws.results / "diversity" / sha256_json({"sets": question_sets, "rules": [r.name for r in built],
-                                                         "groupings": groupings, "audit": audit, "audit_max": audit_max})[:12]
+    out = (
+        out
+        or ws.results
+        / "diversity"
+        / sha256_json(
+            {
+                "sets": question_sets,
+                "rules": [r.name for r in built],
+                "groupings": groupings,
+                "audit": audit,
+                "audit_max": audit_max,
+            }
+        )[:12]
+    )
     write_diversity(report, md, out)
     if as_json:
         echo_json(report)
         return
     click.echo(md)
     click.echo(f"wrote {out}/diversity.json, diversity.md")
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [arena, diversity]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import click
 
-from ..errors import BadInput
-from ..workspace import Workspace
+from backtest.core.errors import BadInput
+from backtest.core.workspace import Workspace
 
 
 def parse_date(value: str | None, what: str = "date") -> dt.date | None:
@@ -69,3 +69,14 @@ class OutPath(click.Path):
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+# Retrieval options shared by ``instance create``, ``prospective commit`` and ``stress``.
+retriever_option = click.option(
+    "--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense", show_default=True
+)
+
+
+def k_option(help: str | None = None) -> Callable:
+    """The ``--k`` option: documents retrieved per question (1 to 100, default 8)."""
+    return click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True, help=help)

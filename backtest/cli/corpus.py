@@ -8,37 +8,53 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from ..corpus.build import BuildOptions, build_corpus, load_manifest, rebuild_and_compare, verify_corpus
-from ..errors import BadInput
-from ..workspace import Workspace
-from .common import DATE, OutPath, echo_json, json_option, progress_enabled, workspace
-from .main import cli
+from backtest.cli.common import DATE, OutPath, echo_json, json_option, progress_enabled, workspace
+from backtest.core.errors import BadInput
+from backtest.core.workspace import Workspace
+from backtest.corpus.build import BuildOptions, build_corpus, load_manifest, rebuild_and_compare, verify_corpus
 
 
-@cli.group()
+@click.group()
 def corpus() -> None:
     """Build, verify and export sealed corpora."""
 
 
 @corpus.command("build")
 @click.option("--source", "source", required=True, help="Source adapter: arxiv-archive, arxiv-daily, arxiv-oai, jsonl.")
-@click.option("--input", "inputs", required=True, multiple=True, type=click.Path(path_type=Path),
-              help="Input file or folder (repeatable).")
+@click.option(
+    "--input",
+    "inputs",
+    required=True,
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Input file or folder (repeatable).",
+)
 @click.option("--id", "corpus_id", required=True, help="Corpus id: names corpora/<id>/ and manifests/<id>.json.")
 @click.option("--role", type=click.Choice(["past", "future"]), required=True)
 @click.option("--start", type=DATE, help="First day of the window (inclusive).")
 @click.option("--end", type=DATE, help="Last day of the window (inclusive).")
 @click.option("--categories", help="Keep records in any of these comma-separated arXiv categories.")
 @click.option("--query", help="Keep records whose title or abstract contains any '|'-separated phrase.")
-@click.option("--reproduce", is_flag=True,
-              help="The committed manifests/<ID>.json must come out byte for byte (exit 1 and install nothing if not).")
+@click.option(
+    "--reproduce",
+    is_flag=True,
+    help="The committed manifests/<ID>.json must come out byte for byte (exit 1 and install nothing if not).",
+)
 @json_option
 @click.pass_context
 def build(ctx, source, inputs, corpus_id, role, start, end, categories, query, reproduce, as_json):
     """Build corpora/<ID>/ from a source and seal manifests/<ID>.json."""
     ws = workspace(ctx)
-    opts = BuildOptions(source=source, inputs=list(inputs), corpus_id=corpus_id, role=role, start=start, end=end,
-                        categories=[c for c in (categories or "").split(",") if c.strip()], query=query)
+    opts = BuildOptions(
+        source=source,
+        inputs=list(inputs),
+        corpus_id=corpus_id,
+        role=role,
+        start=start,
+        end=end,
+        categories=[c for c in (categories or "").split(",") if c.strip()],
+        query=query,
+    )
     with tqdm(desc=f"building {corpus_id}", unit=" rec", disable=not progress_enabled()) as bar:
         manifest = build_corpus(opts, ws, progress=bar.update, reproduce=reproduce)
     if as_json:
@@ -46,7 +62,9 @@ def build(ctx, source, inputs, corpus_id, role, start, end, categories, query, r
     else:
         if reproduce:
             click.echo(f"reproduced {ws.manifest_path(corpus_id)} byte for byte")
-        click.echo(f"built {manifest.corpus_id}: {manifest.n_records} records, window {manifest.window.start}..{manifest.window.end}, seal {manifest.seal}")
+        click.echo(
+            f"built {manifest.corpus_id}: {manifest.n_records} records, window {manifest.window.start}..{manifest.window.end}, seal {manifest.seal}"
+        )
         click.echo(f"manifest: {ws.manifest_path(corpus_id)}")
 
 
@@ -64,8 +82,17 @@ def verify(ctx, manifest, rebuild, as_json):
         with tempfile.TemporaryDirectory() as tmp:
             report = rebuild_and_compare(loaded, ws, Workspace(Path(tmp)))
     if as_json:
-        echo_json({"corpus_id": report.corpus_id, "ok": report.ok, "n_records": report.n_records,
-                   "problems": report.problems, "drifted": report.drifted, "missing": report.missing, "extra": report.extra})
+        echo_json(
+            {
+                "corpus_id": report.corpus_id,
+                "ok": report.ok,
+                "n_records": report.n_records,
+                "problems": report.problems,
+                "drifted": report.drifted,
+                "missing": report.missing,
+                "extra": report.extra,
+            }
+        )
     elif report.ok:
         click.echo(f"OK {loaded.corpus_id}: {report.n_records} records, seal {loaded.seal}")
     report.raise_if_failed()
@@ -73,14 +100,19 @@ def verify(ctx, manifest, rebuild, as_json):
 
 @corpus.command("export")
 @click.argument("instance_id")
-@click.option("--role", type=click.Choice(["past"]), default="past", show_default=True,
-              help="Only the past corpus can be exported: generators never see the future.")
+@click.option(
+    "--role",
+    type=click.Choice(["past"]),
+    default="past",
+    show_default=True,
+    help="Only the past corpus can be exported: generators never see the future.",
+)
 @click.option("--out", type=OutPath(path_type=Path), help="Output JSONL file (default: stdout).")
 @click.pass_context
 def export(ctx, instance_id, role, out):
     """Write the past corpus of an instance as JSONL, for generators outside this tool."""
-    from ..fileio import atomic_writer
-    from ..instance import load_instance, open_past_corpus
+    from backtest.core.fileio import atomic_writer
+    from backtest.corpus.instance import load_instance, open_past_corpus
 
     ws = workspace(ctx)
     past = open_past_corpus(load_instance(instance_id, ws), ws, verify=True)
@@ -108,9 +140,13 @@ def fetch(ctx, service, query, start, end, out, max_records):
 
     Build a corpus from the result with `backtest corpus build --source jsonl`.
     """
-    from ..corpus.fetch import fetch_to_jsonl
+    from backtest.corpus.fetch import fetch_to_jsonl
 
     if start > end:
         raise BadInput(f"empty window: {start} is after {end}")
     n = fetch_to_jsonl(service, query, start, end, out, max_records=max_records)
     click.echo(f"fetched {n} records from {service} into {out}")
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [corpus]

@@ -7,47 +7,75 @@ from pathlib import Path
 
 import click
 
-from ..errors import BadInput, CheckFailed
-from ..gates import CLARITY_MODES, DEDUP_MODES, FreezeSettings
-from ..workspace import Workspace
-from .common import echo_json, json_option, workspace
-from .main import cli
+from backtest.cli.common import echo_json, json_option, workspace
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.workspace import Workspace
+from backtest.submit.gates import CLARITY_MODES, DEDUP_MODES, FreezeSettings
 
 
-@cli.command("freeze")
+@click.command("freeze")
 @click.argument("submission_dir", type=click.Path(path_type=Path))
 @click.option("--instance", "instance_id", required=True, help="Instance id (manifests/instances/<ID>.json).")
-@click.option("--dedup", type=click.Choice(DEDUP_MODES), default="report", show_default=True,
-              help="Near-duplicate pairs: record them, refuse the set, or drop the later question of each pair.")
+@click.option(
+    "--dedup",
+    type=click.Choice(DEDUP_MODES),
+    default="report",
+    show_default=True,
+    help="Near-duplicate pairs: record them, refuse the set, or drop the later question of each pair.",
+)
 @click.option("--tfidf-threshold", type=click.FloatRange(0, 1), default=0.25, show_default=True)
 @click.option("--embedding-threshold", type=click.FloatRange(0, 1), default=0.77, show_default=True)
 @click.option("--embedding-model", default="all-MiniLM-L6-v2", show_default=True)
-@click.option("--clarity", type=click.Choice(CLARITY_MODES), default="report", show_default=True,
-              help="Clarity flags (double, empty, over-long, title-restating questions): record them or refuse.")
+@click.option(
+    "--clarity",
+    type=click.Choice(CLARITY_MODES),
+    default="report",
+    show_default=True,
+    help="Clarity flags (double, empty, over-long, title-restating questions): record them or refuse.",
+)
 @click.option("--max-question-chars", type=click.IntRange(1), default=600, show_default=True)
 @click.option("--strict", is_flag=True, help="A gate that could not run (skipped) refuses the freeze too.")
 @json_option
 @click.pass_context
-def freeze(ctx, submission_dir, instance_id, dedup, tfidf_threshold, embedding_threshold, embedding_model, clarity,
-           max_question_chars, strict, as_json):
+def freeze(
+    ctx,
+    submission_dir,
+    instance_id,
+    dedup,
+    tfidf_threshold,
+    embedding_threshold,
+    embedding_model,
+    clarity,
+    max_question_chars,
+    strict,
+    as_json,
+):
     """Run every gate on SUBMISSION_DIR and seal it into frozen/<instance>/<system>/v<N>/.
 
     Exit 1 names the question and id of each failed gate; exit 2 means malformed
     input. In both cases nothing is written under frozen/.
     """
-    from ..freeze import FROZEN_FILE, freeze_submission
+    from backtest.submit.freeze import FROZEN_FILE, freeze_submission
 
     ws = workspace(ctx)
-    settings = FreezeSettings(dedup=dedup, tfidf_threshold=tfidf_threshold, embedding_threshold=embedding_threshold,
-                              embedding_model=embedding_model, clarity=clarity, max_question_chars=max_question_chars,
-                              strict=strict)
+    settings = FreezeSettings(
+        dedup=dedup,
+        tfidf_threshold=tfidf_threshold,
+        embedding_threshold=embedding_threshold,
+        embedding_model=embedding_model,
+        clarity=clarity,
+        max_question_chars=max_question_chars,
+        strict=strict,
+    )
     path = freeze_submission(submission_dir, instance_id, ws, settings=settings)
     frozen = json.loads((path / FROZEN_FILE).read_text(encoding="utf-8"))
     if as_json:
         echo_json({"path": str(path), **frozen})
         return
-    click.echo(f"frozen {frozen['system']} v{frozen['version']} for {frozen['instance_id']}: "
-               f"{frozen['n_questions']} questions, seal {frozen['seal']}")
+    click.echo(
+        f"frozen {frozen['system']} v{frozen['version']} for {frozen['instance_id']}: "
+        f"{frozen['n_questions']} questions, seal {frozen['seal']}"
+    )
     click.echo(f"folder: {path}")
     for gate in frozen["gates"]:
         click.echo(f"  {gate['status']:7} {gate['name']}: {gate['reason']}")
@@ -55,8 +83,8 @@ def freeze(ctx, submission_dir, instance_id, dedup, tfidf_threshold, embedding_t
 
 def _verify_target(path: Path, ws: Workspace) -> tuple[str, list[str]]:
     """Decide what PATH is and verify it; return (what was verified, problems)."""
-    from ..freeze import FROZEN_FILE, verify_frozen, verify_ledger_and_sets
-    from ..sums import SUMS_FILE, verify_sums
+    from backtest.core.sums import SUMS_FILE, verify_sums
+    from backtest.submit.freeze import FROZEN_FILE, verify_frozen, verify_ledger_and_sets
 
     if not path.exists():
         raise BadInput(f"{path}: no such file or folder")
@@ -80,9 +108,9 @@ def _verify_target(path: Path, ws: Workspace) -> tuple[str, list[str]]:
 
 
 def _verify_json(path: Path, ws: Workspace) -> tuple[str, list[str]]:
-    from ..corpus.build import load_manifest, verify_corpus
-    from ..fileio import read_json
-    from ..instance import load_instance, verify_instance
+    from backtest.core.fileio import read_json
+    from backtest.corpus.build import load_manifest, verify_corpus
+    from backtest.corpus.instance import load_instance, verify_instance
 
     data = read_json(path)
     if isinstance(data, dict) and "corpus_id" in data and "role" in data:
@@ -97,19 +125,27 @@ def _verify_json(path: Path, ws: Workspace) -> tuple[str, list[str]]:
     raise BadInput(f"{path}: a JSON file that is neither a corpus manifest nor an instance")
 
 
-@cli.command("verify")
+@click.command("verify")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--head", "show_head", is_flag=True,
-              help="With the ledger: print its chain head (seq and hash), the line to publish outside the repository.")
-@click.option("--expect-head", default=None, metavar="HASH",
-              help="With the ledger: fail unless the chain still holds the published head HASH (a rewritten chain would not).")
+@click.option(
+    "--head",
+    "show_head",
+    is_flag=True,
+    help="With the ledger: print its chain head (seq and hash), the line to publish outside the repository.",
+)
+@click.option(
+    "--expect-head",
+    default=None,
+    metavar="HASH",
+    help="With the ledger: fail unless the chain still holds the published head HASH (a rewritten chain would not).",
+)
 @json_option
 @click.pass_context
 def verify(ctx, path, show_head, expect_head, as_json):
     """Verify PATH: a frozen set, the ledger (frozen/ or frozen/LEDGER.jsonl), a corpus or instance
     manifest, or any folder with a SHA256SUMS file, against the workspace given (--root).
     Exit 1 with one line per failure."""
-    from ..ledger import read_ledger
+    from backtest.submit.ledger import read_ledger
 
     ws = workspace(ctx)
     what, problems = _verify_target(path, ws)
@@ -122,11 +158,22 @@ def verify(ctx, path, show_head, expect_head, as_json):
         if expect_head and not any(e.hash == expect_head.strip().lower() for e in entries):
             problems.append(f"{ws.ledger}: the published head {expect_head} is not in the chain (history rewritten?)")
     if as_json:
-        echo_json({"path": str(path), "what": what, "ok": not problems, "problems": problems,
-                   **({"head": head} if head else {})})
+        echo_json(
+            {
+                "path": str(path),
+                "what": what,
+                "ok": not problems,
+                "problems": problems,
+                **({"head": head} if head else {}),
+            }
+        )
     elif not problems:
         click.echo(f"OK {what}")
         if head and show_head:
             click.echo(f"ledger head: seq {head['seq']} sha256 {head['hash']}")
     if problems:
         raise CheckFailed(f"{what}: {len(problems)} problem(s); {problems[0]}", problems)
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [freeze, verify]

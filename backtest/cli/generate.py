@@ -6,100 +6,214 @@ from pathlib import Path
 
 import click
 
-from .common import OutPath, echo_json, json_option, progress_enabled, workspace
-from .main import cli
+from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
 
 
 def llm_options(command):
     """The generators' LLM endpoint options (``direct_llm``, ``--verbalizer llm``), each also read from the environment."""
-    for option in reversed([
-        click.option("--llm-base-url", envvar="BACKTEST_LLM_BASE_URL", default=None,
-                     help="OpenAI-compatible endpoint (direct_llm, --verbalizer llm)."),
-        click.option("--llm-model", envvar="BACKTEST_LLM_MODEL", default=None, help="Model name at that endpoint."),
-        click.option("--llm-api-key-env", envvar="BACKTEST_LLM_API_KEY_ENV", default=None,
-                     help="Name of the environment variable holding the API key."),
-        click.option("--llm-training-cutoff", envvar="BACKTEST_LLM_TRAINING_CUTOFF", default=None,
-                     help="The model's stated training cutoff (recorded in llm_components)."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--llm-base-url",
+                envvar="BACKTEST_LLM_BASE_URL",
+                default=None,
+                help="OpenAI-compatible endpoint (direct_llm, --verbalizer llm).",
+            ),
+            click.option("--llm-model", envvar="BACKTEST_LLM_MODEL", default=None, help="Model name at that endpoint."),
+            click.option(
+                "--llm-api-key-env",
+                envvar="BACKTEST_LLM_API_KEY_ENV",
+                default=None,
+                help="Name of the environment variable holding the API key.",
+            ),
+            click.option(
+                "--llm-training-cutoff",
+                envvar="BACKTEST_LLM_TRAINING_CUTOFF",
+                default=None,
+                help="The model's stated training cutoff (recorded in llm_components).",
+            ),
+        ]
+    ):
         command = option(command)
     return command
+
+
+class ListsGenerators(click.Command):
+    """A command whose help ends with the generators installed now (built-in and plugins)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from backtest.generators.protocol import available_generators
+
+        formatter.write_paragraph()
+        formatter.write_text(f"Generators: {', '.join(available_generators())}.")
+        super().format_epilog(ctx, formatter)
 
 
 def _given(**options) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
-@cli.command("generate")
+@click.command("generate", cls=ListsGenerators)
 @click.argument("name")
 @click.option("--instance", "instance_id", required=True, help="Instance whose PAST corpus the generator reads.")
 @click.option("--n", type=click.IntRange(1, 10000), default=125, show_default=True, help="Number of questions.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed: same seed, same corpus -> byte-identical files.")
-@click.option("--out", type=OutPath(path_type=Path), help="Submission folder (default: submissions/<instance>/<system>).")
-@click.option("--generated-at", "generated_at", default=None,
-              help="Stamp for generated_at: 'now', or an ISO date/datetime (default: the cutoff day, an as-of date; "
-                   "$SOURCE_DATE_EPOCH wins when set).")
-@click.option("--verbalizer", type=click.Choice(["template", "llm"]), default=None,
-              help="evidence_graph only: phrase the detected tensions with templates (default) or an LLM.")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed: same seed, same corpus -> byte-identical files."
+)
+@click.option(
+    "--out", type=OutPath(path_type=Path), help="Submission folder (default: submissions/<instance>/<system>)."
+)
+@click.option(
+    "--generated-at",
+    "generated_at",
+    default=None,
+    help="Stamp for generated_at: 'now', or an ISO date/datetime (default: the cutoff day, an as-of date; "
+    "$SOURCE_DATE_EPOCH wins when set).",
+)
+@click.option(
+    "--verbalizer",
+    type=click.Choice(["template", "llm"]),
+    default=None,
+    help="evidence_graph only: phrase the detected tensions with templates (default) or an LLM.",
+)
 @llm_options
 @json_option
 @click.pass_context
-def generate(ctx, name, instance_id, n, seed, out, generated_at, verbalizer, llm_base_url, llm_model, llm_api_key_env,
-             llm_training_cutoff, as_json):
+def generate(
+    ctx,
+    name,
+    instance_id,
+    n,
+    seed,
+    out,
+    generated_at,
+    verbalizer,
+    llm_base_url,
+    llm_model,
+    llm_api_key_env,
+    llm_training_cutoff,
+    as_json,
+):
     """Run generator NAME on an instance's past corpus; write questions.jsonl + metadata.json.
 
-    Generators: random_claims, citation_leaders, review_future_work, direct_llm, evidence_graph.
+    NAME is a built-in generator or one a plugin package adds (entry-point group
+    backtest.generators); the list ends this help.
     """
-    from ..generators import run_generator
+    from backtest.generators import run_generator
 
     ws = workspace(ctx)
-    options = _given(verbalizer=verbalizer, llm_base_url=llm_base_url, llm_model=llm_model,
-                     llm_api_key_env=llm_api_key_env, llm_training_cutoff=llm_training_cutoff)
+    options = _given(
+        verbalizer=verbalizer,
+        llm_base_url=llm_base_url,
+        llm_model=llm_model,
+        llm_api_key_env=llm_api_key_env,
+        llm_training_cutoff=llm_training_cutoff,
+    )
     summary = run_generator(name, instance_id, ws, n=n, seed=seed, out=out, generated_at=generated_at, options=options)
     if as_json:
         echo_json(summary)
     else:
         click.echo(f"{summary['system_name']}: wrote {summary['n_questions']} questions to {summary['out']}")
         if summary["n_questions"] < n:
-            click.echo(f"note: asked for {n}, {name} produced {summary['n_questions']} usable distinct questions", err=True)
+            click.echo(
+                f"note: asked for {n}, {name} produced {summary['n_questions']} usable distinct questions", err=True
+            )
 
 
-@cli.command("baselines")
+@click.command("baselines")
 @click.option("--instance", "instance_id", required=True, help="A built instance (with a future corpus).")
 @click.option("--n", type=click.IntRange(1, 10000), default=125, show_default=True, help="Questions per system.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--judge", "judge_spec", default="offline", show_default=True, help="Judge config (judges/NAME.toml) or name.")
-@click.option("--generator", "generators", multiple=True,
-              help="Only these generators (repeatable; default: all five reference systems).")
-@click.option("--out", type=OutPath(file_okay=False, path_type=Path),
-              help="Output folder (default: results/<instance>/baselines).")
+@click.option(
+    "--judge", "judge_spec", default="offline", show_default=True, help="Judge config (judges/NAME.toml) or name."
+)
+@click.option(
+    "--generator",
+    "generators",
+    multiple=True,
+    help="Only these generators (repeatable; default: all five reference systems).",
+)
+@click.option(
+    "--out",
+    type=OutPath(file_okay=False, path_type=Path),
+    help="Output folder (default: results/<instance>/baselines).",
+)
 @click.option("--diversity/--no-diversity", default=True, show_default=True, help="Distinct questions and the audit.")
 @click.option("--arena/--no-arena", default=True, show_default=True, help="The pairwise arena.")
-@click.option("--arena-judge", default="offline", show_default=True, help="Pairwise judge of the arena (name or judges/NAME.toml).")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(0, 1_000_000), default=10_000, show_default=True,
-              help="Arena bootstrap replicates.")
+@click.option(
+    "--arena-judge",
+    default="offline",
+    show_default=True,
+    help="Pairwise judge of the arena (name or judges/NAME.toml).",
+)
+@click.option(
+    "--bootstrap",
+    "n_boot",
+    type=click.IntRange(0, 1_000_000),
+    default=10_000,
+    show_default=True,
+    help="Arena bootstrap replicates.",
+)
 @llm_options
 @json_option
 @click.pass_context
-def baselines(ctx, instance_id, n, seed, judge_spec, generators, out, diversity, arena, arena_judge, n_boot, llm_base_url, llm_model,
-              llm_api_key_env, llm_training_cutoff, as_json):
+def baselines(
+    ctx,
+    instance_id,
+    n,
+    seed,
+    judge_spec,
+    generators,
+    out,
+    diversity,
+    arena,
+    arena_judge,
+    n_boot,
+    llm_base_url,
+    llm_model,
+    llm_api_key_env,
+    llm_training_cutoff,
+    as_json,
+):
     """Generate, freeze and score the five reference systems on an instance; compare them.
 
     Writes results/<instance>/baselines/: compare.{md,json,html}, diversity/, arena/ and
     BASELINES.json. direct_llm runs only with an LLM endpoint (--llm-base-url), else it is
     skipped with a note. Reruns reuse identical frozen sets and complete runs.
     """
-    from ..baselines import REFERENCE_SYSTEMS, run_baselines
-    from ..errors import BadInput
-    from ..generators import available_generators
+    from backtest.core.errors import BadInput
+    from backtest.generators import available_generators
+    from backtest.studies.baselines import REFERENCE_SYSTEMS, run_baselines
 
     unknown = [g for g in generators if g not in available_generators()]
     if unknown:
         raise BadInput(f"unknown generator {unknown[0]!r}; known: {', '.join(available_generators())}")
-    options = _given(llm_base_url=llm_base_url, llm_model=llm_model, llm_api_key_env=llm_api_key_env,
-                     llm_training_cutoff=llm_training_cutoff)
+    options = _given(
+        llm_base_url=llm_base_url,
+        llm_model=llm_model,
+        llm_api_key_env=llm_api_key_env,
+        llm_training_cutoff=llm_training_cutoff,
+    )
     log = (lambda line: click.echo(line, err=True)) if as_json else click.echo
-    summary = run_baselines(workspace(ctx), instance_id, n=n, seed=seed, judge_spec=judge_spec,
-                            generators=generators or REFERENCE_SYSTEMS, options=options, out=out, diversity=diversity,
-                            arena=arena, arena_judge=arena_judge, n_boot=n_boot, progress=progress_enabled(), log=log)
+    summary = run_baselines(
+        workspace(ctx),
+        instance_id,
+        n=n,
+        seed=seed,
+        judge_spec=judge_spec,
+        generators=generators or REFERENCE_SYSTEMS,
+        options=options,
+        out=out,
+        diversity=diversity,
+        arena=arena,
+        arena_judge=arena_judge,
+        n_boot=n_boot,
+        progress=progress_enabled(),
+        log=log,
+    )
     if as_json:
         echo_json(summary)
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [generate, baselines]

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Callable
-
 import click
 
-from ..errors import CheckFailed
-from ..instance import create_instance, load_instance, verify_instance
-from ..records import RetrievalSettings
-from .common import DATE, echo_json, json_option, workspace
-from .main import cli
-
-# Retrieval options shared with ``prospective commit`` and ``stress``.
-retriever_option = click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="dense",
-                                show_default=True)
+from backtest.cli.common import DATE, echo_json, json_option, k_option, retriever_option, workspace
+from backtest.core.errors import CheckFailed
+from backtest.core.records import RetrievalSettings
+from backtest.corpus.instance import create_instance, load_instance, verify_instance
 
 
-def k_option(help: str | None = None) -> Callable:
-    """The ``--k`` option: documents retrieved per question (1 to 100, default 8)."""
-    return click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True, help=help)
-
-
-@cli.group()
+@click.group()
 def instance() -> None:
     """Create and verify sealed instances (cutoff + past + future corpora + settings)."""
 
@@ -33,21 +21,45 @@ def instance() -> None:
 @click.option("--past", required=True, help="Past corpus: manifest path or corpus id.")
 @click.option("--future", required=True, help="Future corpus: manifest path or corpus id.")
 @retriever_option
-@click.option("--model", default="all-MiniLM-L6-v2", show_default=True, help="Sentence-transformers model for dense retrieval.")
+@click.option(
+    "--model", default="all-MiniLM-L6-v2", show_default=True, help="Sentence-transformers model for dense retrieval."
+)
 @k_option()
-@click.option("--max-chars", type=click.IntRange(50), default=1200, show_default=True, help="Characters of abstract shown to the judge.")
-@click.option("--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: offline judge.")
+@click.option(
+    "--max-chars",
+    type=click.IntRange(50),
+    default=1200,
+    show_default=True,
+    help="Characters of abstract shown to the judge.",
+)
+@click.option(
+    "--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: offline judge."
+)
 @click.option("--domain", default="", help="A short description of the domain (used by prompt-only generators).")
-@click.option("--reproduce", is_flag=True,
-              help="The committed manifests/instances/<ID>.json must come out byte for byte (exit 1 if not).")
+@click.option(
+    "--reproduce",
+    is_flag=True,
+    help="The committed manifests/instances/<ID>.json must come out byte for byte (exit 1 if not).",
+)
 @json_option
 @click.pass_context
-def create(ctx, instance_id, cutoff, past, future, retriever, model, k, max_chars, judge_config, domain, reproduce, as_json):
+def create(
+    ctx, instance_id, cutoff, past, future, retriever, model, k, max_chars, judge_config, domain, reproduce, as_json
+):
     """Seal a new instance after checking both corpora against the cutoff."""
     ws = workspace(ctx)
     settings = RetrievalSettings(method=retriever, model=model, k=k, max_chars=max_chars)
-    inst = create_instance(instance_id, cutoff, past, future, ws, retrieval=settings, judge_config=judge_config,
-                           domain=domain, reproduce=reproduce)
+    inst = create_instance(
+        instance_id,
+        cutoff,
+        past,
+        future,
+        ws,
+        retrieval=settings,
+        judge_config=judge_config,
+        domain=domain,
+        reproduce=reproduce,
+    )
     if as_json:
         echo_json(inst.model_dump(mode="json"))
     else:
@@ -70,3 +82,7 @@ def verify(ctx, instance_id, as_json):
         click.echo(f"OK {inst.instance_id}: cutoff {inst.cutoff}, seal {inst.seal}")
     if problems:
         raise CheckFailed(f"instance {inst.instance_id} does not verify: {problems[0]}", problems)
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [instance]

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import click
 
-from ..errors import CheckFailed
-from .common import echo_json, json_option, workspace
-from .main import cli
+from backtest.cli.common import echo_json, json_option, workspace
+from backtest.core.errors import CheckFailed
 
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
-@cli.command("leakage")
+@click.command("leakage")
 @click.argument("run_dir", type=RUN_DIR)
 @json_option
 @click.pass_context
@@ -23,7 +22,7 @@ def leakage(ctx, run_dir, as_json):
     Checks: cutoff, evidence_in_past, retrieved_in_future, citations_shown, ids_aligned,
     windows, corpora_disjoint, integrity (see docs/guide.md, "Leakage checks").
     """
-    from ..leakage import check_run, failure_lines, leakage_record
+    from backtest.validity.leakage import check_run, failure_lines, leakage_record
 
     results = check_run(run_dir, workspace(ctx))
     record = leakage_record(results)
@@ -32,7 +31,7 @@ def leakage(ctx, run_dir, as_json):
     else:
         for r in results:
             click.echo(f"{'ok  ' if r.passed else 'FAIL'} {r.name}: {r.summary}")
-            for offender in ([] if r.passed else r.offenders[:20]):
+            for offender in [] if r.passed else r.offenders[:20]:
                 click.echo(f"       {offender}")
             if not r.passed and len(r.offenders) > 20:
                 click.echo(f"       … and {len(r.offenders) - 20} more")
@@ -41,7 +40,7 @@ def leakage(ctx, run_dir, as_json):
         raise CheckFailed(failures[0], failures)  # exit 1, one line per failed check
 
 
-@cli.group("control")
+@click.group("control")
 def control():
     """Judge-validation controls; each writes its own run folder next to RUN_DIR.
 
@@ -50,8 +49,9 @@ def control():
     """
 
 
-judge_option = click.option("--judge", "judge_spec", default=None,
-                            help="Judge to use (default: the one that scored RUN_DIR).")
+judge_option = click.option(
+    "--judge", "judge_spec", default=None, help="Judge to use (default: the one that scored RUN_DIR)."
+)
 
 
 def _emit(result: dict, as_json: bool, render) -> None:
@@ -70,7 +70,7 @@ def _emit(result: dict, as_json: bool, render) -> None:
 @click.pass_context
 def control_mismatch_cmd(ctx, run_dir, seed, judge_spec, as_json):
     """Rejudge every question against another question's documents; Fisher test of engagement."""
-    from ..controls import control_mismatch, render_mismatch
+    from backtest.validity.controls import control_mismatch, render_mismatch
 
     _emit(control_mismatch(run_dir, workspace(ctx), seed=seed, judge_spec=judge_spec), as_json, render_mismatch)
 
@@ -82,20 +82,29 @@ def control_mismatch_cmd(ctx, run_dir, seed, judge_spec, as_json):
 @click.pass_context
 def control_rerun_cmd(ctx, run_dir, judge_spec, as_json):
     """The same judge again without its cache; agreement (raw, Cohen's kappa) with the run."""
-    from ..controls import control_rerun, render_agreement
+    from backtest.validity.controls import control_rerun, render_agreement
 
     _emit(control_rerun(run_dir, workspace(ctx), judge_spec=judge_spec), as_json, render_agreement)
 
 
 @control.command("prompt")
 @click.argument("run_dir", type=RUN_DIR)
-@click.option("--prompt", "prompt", required=True, type=click.Path(path_type=Path),
-              help="Alternative prompt template, e.g. judges/prompts/outcome-premise-reworded-v1.md.")
+@click.option(
+    "--prompt",
+    "prompt",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Alternative prompt template, e.g. judges/prompts/outcome-premise-reworded-v1.md.",
+)
 @judge_option
 @json_option
 @click.pass_context
 def control_prompt_cmd(ctx, run_dir, prompt, judge_spec, as_json):
     """The run's LLM judge with another prompt; agreement with the original labels."""
-    from ..controls import control_prompt, render_agreement
+    from backtest.validity.controls import control_prompt, render_agreement
 
     _emit(control_prompt(run_dir, workspace(ctx), prompt, judge_spec=judge_spec), as_json, render_agreement)
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [leakage, control]

@@ -3,24 +3,54 @@
 from __future__ import annotations
 
 import errno
-import importlib
 import os
 import sys
 
 import click
 
-from .. import __version__
-from ..errors import BacktestError
-from ..workspace import Workspace
+from backtest import __version__
+from backtest.cli import (
+    analysis,
+    arena,
+    corpus,
+    freeze,
+    generate,
+    instance,
+    leakage,
+    prospective,
+    retrieve,
+    schema,
+    score,
+    validation,
+)
+from backtest.core.errors import BacktestError
+from backtest.core.workspace import Workspace
 
-# Feature modules that attach commands to ``cli``; each is imported at start-up.
-COMMAND_MODULES = ["corpus", "instance", "schema", "prospective", "freeze", "analysis", "generate", "retrieve", "leakage", "arena", "score",
-                   "validation"]
+# Command modules in pipeline order; each lists its click commands in ``COMMANDS``.
+COMMAND_MODULES = [
+    corpus,
+    instance,
+    generate,
+    freeze,
+    retrieve,
+    score,
+    leakage,
+    validation,
+    arena,
+    analysis,
+    prospective,
+    schema,
+]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "BACKTEST"})
-@click.option("--root", type=click.Path(file_okay=False), envvar="BACKTEST_HOME", default=None,
-              help="Project folder holding corpora/, manifests/, frozen/, results/ (default: current directory).")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    envvar="BACKTEST_HOME",
+    default=None,
+    help="Project folder holding corpora/, manifests/, frozen/, results/ (default: current directory).",
+)
 @click.version_option(__version__, prog_name="backtest")
 @click.pass_context
 def cli(ctx: click.Context, root: str | None) -> None:
@@ -34,8 +64,9 @@ def cli(ctx: click.Context, root: str | None) -> None:
     ctx.obj["ws"] = Workspace.from_env(root)
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"backtest.cli.{_name}")
+for _module in COMMAND_MODULES:
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,22 +95,33 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("error: input nested too deeply to read (a JSON document thousands of levels deep?)", err=True)
         sys.exit(2)
     except MemoryError:
-        click.echo("error: out of memory: the input is too large for this machine (split it, or use a smaller --n)", err=True)
+        click.echo(
+            "error: out of memory: the input is too large for this machine (split it, or use a smaller --n)", err=True
+        )
         sys.exit(1)
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
-            click.echo(f"error: no space left on device{f' writing {exc.filename}' if exc.filename else ''}; nothing was "
-                       "half-written (writes are atomic): free space and rerun", err=True)
+            click.echo(
+                f"error: no space left on device{f' writing {exc.filename}' if exc.filename else ''}; nothing was "
+                "half-written (writes are atomic): free space and rerun",
+                err=True,
+            )
             sys.exit(1)
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             click.echo(f"error: {exc.strerror}: {exc.filename}", err=True)
             sys.exit(2)
         if os.environ.get("BACKTEST_DEBUG"):
             raise
-        click.echo(f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)", err=True)
+        click.echo(
+            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)",
+            err=True,
+        )
         sys.exit(3)
     except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
         if os.environ.get("BACKTEST_DEBUG"):
             raise
-        click.echo(f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)", err=True)
+        click.echo(
+            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)",
+            err=True,
+        )
         sys.exit(3)

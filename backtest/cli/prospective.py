@@ -6,11 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..errors import BadInput, CheckFailed
-from ..records import RetrievalSettings
-from .common import DATE, OutPath, echo_json, json_option, workspace
-from .instance import k_option, retriever_option
-from .main import cli
+from backtest.cli.common import DATE, OutPath, echo_json, json_option, k_option, retriever_option, workspace
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.records import RetrievalSettings
 
 
 def _split(values: tuple[str, ...] | str | None) -> list[str]:
@@ -21,7 +19,7 @@ def _split(values: tuple[str, ...] | str | None) -> list[str]:
     return [part.strip() for item in items for part in item.split(",") if part.strip()]
 
 
-@cli.group()
+@click.group()
 def prospective() -> None:
     """Commit questions now; verify the commitment; grade it when the future arrives."""
 
@@ -31,43 +29,101 @@ def prospective() -> None:
 @click.option("--cutoff", type=DATE, required=True, help="The cutoff date T: the past corpus ends here.")
 @click.option("--window", required=True, help="The future window START..END (inclusive) that will be graded.")
 @click.option("--schedule", required=True, help="Comma-separated grading dates; grading before the first is refused.")
-@click.option("--submissions", "submissions", multiple=True, required=True, type=click.Path(path_type=Path),
-              help="Submission folder(s) (questions.jsonl + metadata.json); repeatable.")
-@click.option("--source", required=True, help="Source kind that will build the future corpus (arxiv-daily, arxiv-archive, arxiv-oai, jsonl).")
+@click.option(
+    "--submissions",
+    "submissions",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Submission folder(s) (questions.jsonl + metadata.json); repeatable.",
+)
+@click.option(
+    "--source",
+    required=True,
+    help="Source kind that will build the future corpus (arxiv-daily, arxiv-archive, arxiv-oai, jsonl).",
+)
 @click.option("--input", "inputs", multiple=True, required=True, help="Source input path(s); repeatable.")
-@click.option("--categories", multiple=True, help="Keep records in any of these categories (comma-separated or repeated).")
+@click.option(
+    "--categories", multiple=True, help="Keep records in any of these categories (comma-separated or repeated)."
+)
 @click.option("--query", help="Keep records whose title or abstract contains any '|'-separated phrase.")
-@click.option("--past", help="An existing past corpus (manifest path or id); default: build <ID>-past from the source up to the cutoff.")
+@click.option(
+    "--past",
+    help="An existing past corpus (manifest path or id); default: build <ID>-past from the source up to the cutoff.",
+)
 @click.option("--past-start", type=DATE, help="First day of the past corpus when it is built here.")
 @retriever_option
-@click.option("--model", default="all-MiniLM-L6-v2", show_default=True, help="Embedding model for dense/hybrid retrieval.")
+@click.option(
+    "--model", default="all-MiniLM-L6-v2", show_default=True, help="Embedding model for dense/hybrid retrieval."
+)
 @k_option()
-@click.option("--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: the offline judge.")
+@click.option(
+    "--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: the offline judge."
+)
 @click.option("--domain", default="", help="A short description of the domain.")
 @click.option("--out", type=OutPath(path_type=Path), help="Commitment folder (default: prospective/<ID>/).")
 @json_option
 @click.pass_context
-def commit_cmd(ctx, commitment_id, cutoff, window, schedule, submissions, source, inputs, categories, query, past,
-               past_start, retriever, model, k, judge_config, domain, out, as_json):
+def commit_cmd(
+    ctx,
+    commitment_id,
+    cutoff,
+    window,
+    schedule,
+    submissions,
+    source,
+    inputs,
+    categories,
+    query,
+    past,
+    past_start,
+    retriever,
+    model,
+    k,
+    judge_config,
+    domain,
+    out,
+    as_json,
+):
     """Freeze submissions against a past-only instance and write a sealed commitment with SHA256SUMS and a Merkle root.
 
     Prints the one line to publish (the root and the date).
     """
-    from ..prospective import CommitOptions, commit, parse_dates, parse_window, publish_line
+    from backtest.studies.prospective import CommitOptions, commit, parse_dates, parse_window, publish_line
 
     ws = workspace(ctx)
     opts = CommitOptions(
-        commitment_id=commitment_id, cutoff=cutoff, window=parse_window(window), schedule=parse_dates(schedule),
-        submissions=list(submissions), source=source, inputs=list(inputs), categories=_split(categories), query=query,
-        past=past, past_start=past_start, retrieval=RetrievalSettings(method=retriever, model=model, k=k),
-        judge_config=judge_config, domain=domain, out=out,
+        commitment_id=commitment_id,
+        cutoff=cutoff,
+        window=parse_window(window),
+        schedule=parse_dates(schedule),
+        submissions=list(submissions),
+        source=source,
+        inputs=list(inputs),
+        categories=_split(categories),
+        query=query,
+        past=past,
+        past_start=past_start,
+        retrieval=RetrievalSettings(method=retriever, model=model, k=k),
+        judge_config=judge_config,
+        domain=domain,
+        out=out,
     )
     folder, commitment = commit(opts, ws)
     if as_json:
-        echo_json({"folder": str(folder), "root": commitment.root, "committed_at": commitment.committed_at,
-                   "publish": publish_line(commitment), "commitment": commitment.model_dump(mode="json")})
+        echo_json(
+            {
+                "folder": str(folder),
+                "root": commitment.root,
+                "committed_at": commitment.committed_at,
+                "publish": publish_line(commitment),
+                "commitment": commitment.model_dump(mode="json"),
+            }
+        )
         return
-    click.echo(f"committed {len(commitment.systems)} submission(s), {commitment.n_files} files, into {folder}", err=True)
+    click.echo(
+        f"committed {len(commitment.systems)} submission(s), {commitment.n_files} files, into {folder}", err=True
+    )
     click.echo(publish_line(commitment))
 
 
@@ -76,7 +132,7 @@ def commit_cmd(ctx, commitment_id, cutoff, window, schedule, submissions, source
 @json_option
 def verify_cmd(folder, as_json):
     """Check a folder's SHA256SUMS (ours or anyone's), the Merkle root and the commitment; exit 1 naming each bad file."""
-    from ..prospective import verify_folder
+    from backtest.studies.prospective import verify_folder
 
     result = verify_folder(folder)
     if as_json:
@@ -92,13 +148,20 @@ def verify_cmd(folder, as_json):
 @prospective.command("grade")
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--as-of", "as_of", type=DATE, required=True, help="Grade with the future corpus up to this day.")
-@click.option("--provisional", is_flag=True, help="Allow grading before the first scheduled date; every output says provisional.")
-@click.option("--input", "inputs", multiple=True, help="Where the committed source input lives now (its content is sealed at build).")
+@click.option(
+    "--provisional", is_flag=True, help="Allow grading before the first scheduled date; every output says provisional."
+)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    help="Where the committed source input lives now (its content is sealed at build).",
+)
 @json_option
 @click.pass_context
 def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
     """Build the declared future corpus up to --as-of and score every committed submission with the committed settings."""
-    from ..prospective import grade
+    from backtest.studies.prospective import grade
 
     ws = workspace(ctx)
     summary = grade(folder, as_of, ws, provisional=provisional, inputs=list(inputs) or None)
@@ -107,42 +170,88 @@ def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
         return
     click.echo(summary["status"])
     for row in summary["systems"]:
-        click.echo(f"  {row['system']}: n={row['n']} coverage={row['coverage']['rate']:.3f} answered={row['answered']['rate']:.3f} "
-                   f"refuted={row['refuted']['rate']:.3f}  run {row['graded_run']}")
+        click.echo(
+            f"  {row['system']}: n={row['n']} coverage={row['coverage']['rate']:.3f} answered={row['answered']['rate']:.3f} "
+            f"refuted={row['refuted']['rate']:.3f}  run {row['graded_run']}"
+        )
     click.echo(f"graded runs: {summary['folder']}")
 
 
-@cli.command("stress")
+@click.command("stress")
 @click.argument("generators", nargs=-1, required=True)
 @click.option("--cutoffs", required=True, help="Comma-separated cutoff dates, each a full instance.")
 @click.option("--source", default="arxiv-archive", show_default=True)
 @click.option("--input", "inputs", multiple=True, required=True, help="Source input path(s); repeatable.")
 @click.option("--categories", multiple=True, help="Comma-separated or repeated categories.")
 @click.option("--query", help="'|'-separated phrases a record must contain.")
-@click.option("--years-before", type=click.FloatRange(min=0.1), default=2.0, show_default=True, help="Past window length in years.")
-@click.option("--years-after", type=click.FloatRange(min=0.1), default=2.0, show_default=True, help="Future window length in years.")
+@click.option(
+    "--years-before",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Past window length in years.",
+)
+@click.option(
+    "--years-after",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Future window length in years.",
+)
 @click.option("--n", type=click.IntRange(1), default=50, show_default=True, help="Questions per generator and cutoff.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @retriever_option
 @k_option("Future documents shown to the judge per question.")
 @click.option("--judge", "judge_config", type=click.Path(), help="Judge config; default: the offline judge.")
-@click.option("--id", "stress_id", default="stress", show_default=True, help="Prefix of the corpora and instances built.")
-@click.option("--out", type=OutPath(path_type=Path), help="Folder for STRESS.md and STRESS.json (default: results/stress/<id>/).")
+@click.option(
+    "--id", "stress_id", default="stress", show_default=True, help="Prefix of the corpora and instances built."
+)
+@click.option(
+    "--out", type=OutPath(path_type=Path), help="Folder for STRESS.md and STRESS.json (default: results/stress/<id>/)."
+)
 @json_option
 @click.pass_context
-def stress_cmd(ctx, generators, cutoffs, source, inputs, categories, query, years_before, years_after, n, seed,
-               retriever, k, judge_config, stress_id, out, as_json):
+def stress_cmd(
+    ctx,
+    generators,
+    cutoffs,
+    source,
+    inputs,
+    categories,
+    query,
+    years_before,
+    years_after,
+    n,
+    seed,
+    retriever,
+    k,
+    judge_config,
+    stress_id,
+    out,
+    as_json,
+):
     """Run the same generators at several cutoffs (each a full instance), freeze, score, and tabulate the rates."""
-    from ..prospective import parse_dates
-    from ..stress import StressOptions, run_stress
+    from backtest.studies.prospective import parse_dates
+    from backtest.studies.stress import StressOptions, run_stress
 
     ws = workspace(ctx)
     if not inputs:
         raise BadInput("--input: at least one source input is needed")
     opts = StressOptions(
-        generators=list(generators), cutoffs=parse_dates(cutoffs, "--cutoffs"), source=source, inputs=list(inputs),
-        categories=_split(categories), query=query, years_before=years_before, years_after=years_after, n=n,
-        seed=seed, retrieval=RetrievalSettings(method=retriever, k=k), judge_config=judge_config, stress_id=stress_id, out=out,
+        generators=list(generators),
+        cutoffs=parse_dates(cutoffs, "--cutoffs"),
+        source=source,
+        inputs=list(inputs),
+        categories=_split(categories),
+        query=query,
+        years_before=years_before,
+        years_after=years_after,
+        n=n,
+        seed=seed,
+        retrieval=RetrievalSettings(method=retriever, k=k),
+        judge_config=judge_config,
+        stress_id=stress_id,
+        out=out,
     )
     table = run_stress(opts, ws)
     if as_json:
@@ -150,3 +259,7 @@ def stress_cmd(ctx, generators, cutoffs, source, inputs, categories, query, year
         return
     click.echo(Path(table["markdown_path"]).read_text(encoding="utf-8"))
     click.echo(f"wrote {table['markdown_path']} and {table['json_path']}", err=True)
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [prospective, stress_cmd]

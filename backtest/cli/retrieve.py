@@ -6,19 +6,29 @@ from pathlib import Path
 
 import click
 
-from .common import OutPath, echo_json, json_option, progress_enabled, workspace
-from .main import cli
+from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
 
 
-@cli.command("retrieve")
+@click.command("retrieve")
 @click.argument("frozen_dir", type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", type=OutPath(file_okay=False, path_type=Path),
-              help="Folder for retrieval.jsonl (default: results/<instance>/<system>/retrieval-v<N>-<method>-k<k>/).")
-@click.option("--method", type=click.Choice(["bm25", "dense", "hybrid"]), default=None,
-              help="Override the instance's retriever.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=OutPath(file_okay=False, path_type=Path),
+    help="Folder for retrieval.jsonl (default: results/<instance>/<system>/retrieval-v<N>-<method>-k<k>/).",
+)
+@click.option(
+    "--method", type=click.Choice(["bm25", "dense", "hybrid"]), default=None, help="Override the instance's retriever."
+)
 @click.option("--k", type=click.IntRange(1, 100), default=None, help="Override the instance's k.")
-@click.option("--index", "dense_index", type=click.Choice(["flat", "hnsw", "ivf"]), default="flat", show_default=True,
-              help="faiss index for dense/hybrid: exact (flat) or approximate (hnsw, ivf).")
+@click.option(
+    "--index",
+    "dense_index",
+    type=click.Choice(["flat", "hnsw", "ivf"]),
+    default="flat",
+    show_default=True,
+    help="faiss index for dense/hybrid: exact (flat) or approximate (hnsw, ivf).",
+)
 @json_option
 @click.pass_context
 def retrieve(ctx, frozen_dir, out_dir, method, k, dense_index, as_json):
@@ -28,8 +38,8 @@ def retrieve(ctx, frozen_dir, out_dir, method, k, dense_index, as_json):
     whose seal or records do not verify. Writes retrieval.jsonl (one Retrieval per
     question, in question order, canonical JSON: byte-identical across runs).
     """
-    from ..freeze import load_frozen
-    from ..retrieve.pipeline import retrieve_frozen, write_retrievals
+    from backtest.retrieve.pipeline import retrieve_frozen, write_retrievals
+    from backtest.submit.freeze import load_frozen
 
     ws = workspace(ctx)
     settings = {"index": dense_index} if dense_index != "flat" else {}
@@ -41,8 +51,17 @@ def retrieve(ctx, frozen_dir, out_dir, method, k, dense_index, as_json):
         out_dir = ws.results / frozen.instance_id / frozen.system / f"retrieval-v{frozen.version}-{used}-k{used_k}"
     path = write_retrievals(out_dir, retrievals)
     if as_json:
-        echo_json({"path": str(path), "n_questions": len(retrievals),
-                   "retriever": retrievals[0].retriever if retrievals else None})
+        echo_json(
+            {
+                "path": str(path),
+                "n_questions": len(retrievals),
+                "retriever": retrievals[0].retriever if retrievals else None,
+            }
+        )
         return
     n_docs = sum(len(r.documents) for r in retrievals)
     click.echo(f"retrieved {n_docs} documents for {len(retrievals)} questions -> {path}")
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [retrieve]

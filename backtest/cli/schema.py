@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import click
+from pydantic import BaseModel
 
-from ..records import SCHEMAS
-from ..validation.items import AnnotationItem, Label, PairItem, PairLabel
-from .common import echo_json
-from .main import cli
+from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, PairLabel
+from backtest.cli.common import echo_json
+from backtest.core.records import SCHEMAS
 
-ALL_SCHEMAS = {**SCHEMAS, "annotation-item": AnnotationItem, "label": Label, "pair-item": PairItem, "pair-label": PairLabel}
+ALL_SCHEMAS: dict[str, type[BaseModel]] = {
+    **SCHEMAS,
+    "annotation-item": AnnotationItem,
+    "label": Label,
+    "pair-item": PairItem,
+    "pair-label": PairLabel,
+}
 
 
-@cli.command("schema")
+@click.command("schema")
 @click.argument("kind", type=click.Choice(sorted(ALL_SCHEMAS)))
 def schema(kind: str) -> None:
     """Print the JSON Schema of a record (question, metadata, judgment, annotation-item, label, ...)."""
     echo_json(ALL_SCHEMAS[kind].model_json_schema())
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [schema]

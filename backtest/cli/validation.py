@@ -6,12 +6,11 @@ from pathlib import Path
 
 import click
 
-from ..errors import BadInput
-from .common import OutPath, echo_json, json_option, progress_enabled, workspace
-from .main import cli
+from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
+from backtest.core.errors import BadInput
 
 
-@cli.group("annotate")
+@click.group("annotate")
 def annotate_group() -> None:
     """Blinded annotation: export items for careful reading, import filled sheets."""
 
@@ -20,16 +19,35 @@ def annotate_group() -> None:
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--n", "n", type=int, required=True, help="Number of items (split evenly over the runs).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw and the shuffle.")
-@click.option("--stratify", type=click.Choice(["outcome"]), default=None,
-              help="Draw round-robin over the run judge's outcome labels, so rare labels are represented.")
-@click.option("--first-item", type=int, default=1, show_default=True,
-              help="Number of the first item (exports made in batches can share one numbering).")
+@click.option(
+    "--stratify",
+    type=click.Choice(["outcome"]),
+    default=None,
+    help="Draw round-robin over the run judge's outcome labels, so rare labels are represented.",
+)
+@click.option(
+    "--first-item",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Number of the first item (exports made in batches can share one numbering).",
+)
 @click.option("--pairwise", is_flag=True, help="Export arena pairs: SOURCES are arena folders (with contexts.jsonl).")
-@click.option("--instance", "instance_id", default=None,
-              help="With --pairwise and one arena folder outside results/<instance>/: the instance giving the context papers.")
-@click.option("--codebook", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Codebook copied beside the items (default: ../shared/reference/sqb/annotation/codebook.md when present).")
-@click.option("--out", type=OutPath(file_okay=False, path_type=Path), required=True, help="New (or empty) folder to write.")
+@click.option(
+    "--instance",
+    "instance_id",
+    default=None,
+    help="With --pairwise and one arena folder outside results/<instance>/: the instance giving the context papers.",
+)
+@click.option(
+    "--codebook",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Codebook copied beside the items (default: ../shared/reference/sqb/annotation/codebook.md when present).",
+)
+@click.option(
+    "--out", type=OutPath(file_okay=False, path_type=Path), required=True, help="New (or empty) folder to write."
+)
 @click.pass_context
 def annotate_export(ctx, sources, n, seed, stratify, first_item, pairwise, instance_id, codebook, out):
     """Write blinded items from scored runs (RUN_DIR...), or pairs from arena folders (--pairwise).
@@ -37,7 +55,7 @@ def annotate_export(ctx, sources, n, seed, stratify, first_item, pairwise, insta
     OUT gets items.jsonl (or pairs.jsonl), a blank sheet.csv, the codebook (or the pair guide)
     and decode.json, which maps items back to systems and must not be shown to readers.
     """
-    from ..validation.annotate import DEFAULT_CODEBOOK, export_items, export_pairs
+    from backtest.analysis.validation.annotate import DEFAULT_CODEBOOK, export_items, export_pairs
 
     ws = workspace(ctx)
     if pairwise:
@@ -46,20 +64,32 @@ def annotate_export(ctx, sources, n, seed, stratify, first_item, pairwise, insta
         return
     if codebook is None and (ws.root.parent / "shared" / DEFAULT_CODEBOOK).is_file():
         codebook = ws.root.parent / "shared" / DEFAULT_CODEBOOK
-    summary = export_items(ws, sources, n=n, seed=seed, out=out, stratify=stratify, codebook=codebook, first_item=first_item)
+    summary = export_items(
+        ws, sources, n=n, seed=seed, out=out, stratify=stratify, codebook=codebook, first_item=first_item
+    )
     per_run = ", ".join(f"{k}: {v}" for k, v in summary["per_run"].items())
     click.echo(f"wrote {summary['n']} blinded items to {out} ({per_run}); keep decode.json away from readers")
 
 
 @annotate_group.command("import")
 @click.argument("sheet", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--items", "items_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="The folder annotate export wrote (items.jsonl or pairs.jsonl).")
+@click.option(
+    "--items",
+    "items_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="The folder annotate export wrote (items.jsonl or pairs.jsonl).",
+)
 @click.option("--rater", required=True, help="The reader's name; labels go to ITEMS/labels/RATER.jsonl.")
-@click.option("--out", type=OutPath(dir_okay=False, path_type=Path), default=None, help="Labels file (default: ITEMS/labels/RATER.jsonl).")
+@click.option(
+    "--out",
+    type=OutPath(dir_okay=False, path_type=Path),
+    default=None,
+    help="Labels file (default: ITEMS/labels/RATER.jsonl).",
+)
 def annotate_import(sheet, items_dir, rater, out):
     """Validate a filled SHEET against its items and write the reader's labels (nothing written on any problem)."""
-    from ..validation.annotate import import_sheet
+    from backtest.analysis.validation.annotate import import_sheet
 
     result = import_sheet(sheet, items_dir, rater, out)
     click.echo(f"{rater}: {result['n']} {'pair verdicts' if result['pairwise'] else 'labels'} -> {result['labels']}")
@@ -67,32 +97,51 @@ def annotate_import(sheet, items_dir, rater, out):
 
 @annotate_group.command("merge")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.option("--out", type=OutPath(file_okay=False, path_type=Path), required=True, help="New (or empty) folder to write.")
+@click.option(
+    "--out", type=OutPath(file_okay=False, path_type=Path), required=True, help="New (or empty) folder to write."
+)
 def annotate_merge(sources, out):
     """Merge exports made in batches (numbered with --first-item), with each reader's labels, into one set."""
-    from ..validation.annotate import merge_exports
+    from backtest.analysis.validation.annotate import merge_exports
 
     result = merge_exports(sources, out)
-    click.echo(f"merged {result['n']} items from {len(sources)} exports into {out} (readers: {', '.join(result['raters']) or 'none'})")
+    click.echo(
+        f"merged {result['n']} items from {len(sources)} exports into {out} (readers: {', '.join(result['raters']) or 'none'})"
+    )
 
 
-@cli.group("judge")
+@click.group("judge")
 def judge_group() -> None:
     """Judges: validate one against careful reading (its validity card), refit the offline judge."""
 
 
 @judge_group.command("validate")
 @click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--labels", "label_specs", multiple=True, required=True, help="NAME=FILE of one reader's labels (repeatable).")
-@click.option("--judge", "judge_spec", default="offline", show_default=True,
-              help="offline, offline-cues-v1, judges/NAME.toml (an LLM judge), or a pairwise judge with --pairwise.")
+@click.option(
+    "--labels", "label_specs", multiple=True, required=True, help="NAME=FILE of one reader's labels (repeatable)."
+)
+@click.option(
+    "--judge",
+    "judge_spec",
+    default="offline",
+    show_default=True,
+    help="offline, offline-cues-v1, judges/NAME.toml (an LLM judge), or a pairwise judge with --pairwise.",
+)
 @click.option("--pairwise", is_flag=True, help="ITEMS is a pairs.jsonl; validate a pairwise (arena) judge.")
-@click.option("--set-name", default=None, help="Name of the labelled set on the card (default: the items' folder name).")
-@click.option("--out", type=OutPath(file_okay=False, path_type=Path), default=None,
-              help="Write validation.json and validation.html here.")
+@click.option(
+    "--set-name", default=None, help="Name of the labelled set on the card (default: the items' folder name)."
+)
+@click.option(
+    "--out",
+    type=OutPath(file_okay=False, path_type=Path),
+    default=None,
+    help="Write validation.json and validation.html here.",
+)
 @click.option("--no-card", is_flag=True, help="Do not write the judge's validity card.")
 @click.option("--folds", type=int, default=5, show_default=True, help="Folds when a fitted judge is cross-validated.")
-@click.option("--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates for the kappa intervals.")
+@click.option(
+    "--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates for the kappa intervals."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @json_option
 @click.pass_context
@@ -102,21 +151,23 @@ def judge_validate(ctx, items, label_specs, judge_spec, pairwise, set_name, out,
     Prints kappa with 95% intervals for outcome, premise and engaged-vs-not, per reader and
     against their consensus, and writes the judge's validity card to judges/cards/.
     """
-    from ..judge.cards import card_line, load_card, write_card
-    from ..validation.report import render_text, write_report
-    from ..validation.validate import validate_items, validate_pairs
+    from backtest.analysis.validation.report import render_text, write_report
+    from backtest.analysis.validation.validate import validate_items, validate_pairs
+    from backtest.judge.cards import card_line, load_card, write_card
 
     ws = workspace(ctx)
     if pairwise:
-        from ..arena.pairwise import get_pairwise_judge
+        from backtest.arena.pairwise import get_pairwise_judge
 
         judge = get_pairwise_judge(judge_spec, ws.root)
         report = validate_pairs(items, label_specs, judge, folds=folds, seed=seed)
     else:
-        from ..judge import get_judge
+        from backtest.judge import get_judge
 
         judge = get_judge(judge_spec, ws)
-        report = validate_items(items, label_specs, judge, n_boot=n_boot, seed=seed, folds=folds, progress=progress_enabled())
+        report = validate_items(
+            items, label_specs, judge, n_boot=n_boot, seed=seed, folds=folds, progress=progress_enabled()
+        )
     if out:
         write_report(report, out)
     if not no_card:
@@ -133,11 +184,19 @@ def judge_validate(ctx, items, label_specs, judge_spec, pairwise, set_name, out,
 
 @judge_group.command("fit")
 @click.argument("items", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--labels", "label_specs", multiple=True, required=True, help="NAME=FILE of one reader's labels (repeatable).")
+@click.option(
+    "--labels", "label_specs", multiple=True, required=True, help="NAME=FILE of one reader's labels (repeatable)."
+)
 @click.option("--pairwise", is_flag=True, help="Fit the offline pairwise (arena) judge on pairs instead.")
-@click.option("--out", type=OutPath(dir_okay=False, path_type=Path), required=True, help="Weights file to write (JSON).")
-@click.option("--features", default=None, metavar="A,B,...",
-              help="Document features of the offline judge, comma-separated (default: those of the packaged weights).")
+@click.option(
+    "--out", type=OutPath(dir_okay=False, path_type=Path), required=True, help="Weights file to write (JSON)."
+)
+@click.option(
+    "--features",
+    default=None,
+    metavar="A,B,...",
+    help="Document features of the offline judge, comma-separated (default: those of the packaged weights).",
+)
 @click.pass_context
 def judge_fit(ctx, items, label_specs, pairwise, out, features):
     """Fit the offline judge's weights on a labelled set (the readers' consensus).
@@ -145,8 +204,8 @@ def judge_fit(ctx, items, label_specs, pairwise, out, features):
     Use the weights with a judge config: judges/NAME.toml holding kind = "offline" and
     weights = "PATH"; then `backtest judge validate` it (cross-validated on its own set).
     """
-    from ..fileio import write_json
-    from ..validation.validate import fit_judge_weights
+    from backtest.analysis.validation.validate import fit_judge_weights
+    from backtest.core.fileio import write_json
 
     if features is not None and pairwise:
         raise BadInput("--features goes with the offline outcome judge, not --pairwise")
@@ -154,4 +213,10 @@ def judge_fit(ctx, items, label_specs, pairwise, out, features):
     weights = fit_judge_weights(items, label_specs, pairwise=pairwise, features=names)
     write_json(out, weights)
     trained = weights["trained_on"]
-    click.echo(f"wrote {out}: fitted on {trained.get('n_items', trained.get('n_pairs'))} labelled {'pairs' if pairwise else 'items'}")
+    click.echo(
+        f"wrote {out}: fitted on {trained.get('n_items', trained.get('n_pairs'))} labelled {'pairs' if pairwise else 'items'}"
+    )
+
+
+# Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
+COMMANDS = [annotate_group, judge_group]

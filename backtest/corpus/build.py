@@ -20,18 +20,18 @@ import re
 import shutil
 import tempfile
 import unicodedata
-from hashlib import sha256
 from dataclasses import dataclass, field
+from hashlib import sha256
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..errors import BadInput, CheckFailed
-from ..fileio import atomic_write_text, read_json
-from ..records import CorpusManifest, CorpusRecord, Window, parse_record
-from ..seal import canonical_json, compute_seal, sha256_bytes, sha256_file, with_seal
-from ..workspace import Workspace
-from .categories import parse_categories
-from .sources import ID_VERSION_COUNT_KEYS, ID_VERSION_RULE, arxiv_id_month, get_source
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.fileio import atomic_write_text, read_json
+from backtest.core.records import CorpusManifest, CorpusRecord, Window, parse_record
+from backtest.core.seal import canonical_json, compute_seal, sha256_bytes, sha256_file, with_seal
+from backtest.core.workspace import Workspace
+from backtest.corpus.categories import parse_categories
+from backtest.corpus.sources import ID_VERSION_COUNT_KEYS, ID_VERSION_RULE, arxiv_id_month, get_source
 
 DEDUP_RULE = "keep the first occurrence of an id in reading order (files sorted by name; daily files by listing day)"
 ID_MONTH_RULE = (
@@ -69,7 +69,9 @@ def _query_matcher(query: str | None):
     return lambda row: bool(pattern.search(row["title"]) or pattern.search(row["abstract"]))
 
 
-def _id_month_ok(month: tuple[int, int] | None, role: str, window_start: dt.date | None, window_end: dt.date | None) -> bool:
+def _id_month_ok(
+    month: tuple[int, int] | None, role: str, window_start: dt.date | None, window_end: dt.date | None
+) -> bool:
     if month is None:
         return True
     if role == "future" and window_start is not None:
@@ -151,7 +153,9 @@ def encoded_records(opts: BuildOptions, files: list[Path], counts: dict[str, int
         yield identifier, row["published"].isoformat(), record_line(row).encode("utf-8")
 
 
-def _pipelined_records(opts: BuildOptions, files: list[Path], counts: dict[str, int]) -> Iterator[tuple[str, str, bytes]]:
+def _pipelined_records(
+    opts: BuildOptions, files: list[Path], counts: dict[str, int]
+) -> Iterator[tuple[str, str, bytes]]:
     """:func:`encoded_records`, computed in a second process when that can help.
 
     A two-stage pipeline: a forked reader process decompresses (on a background
@@ -160,8 +164,11 @@ def _pipelined_records(opts: BuildOptions, files: list[Path], counts: dict[str, 
     order, so the output is byte-identical to the in-process path, which is used on one
     CPU, where ``fork`` is unavailable, or with ``BACKTEST_BUILD_PIPELINE=0``.
     """
-    if (os.environ.get("BACKTEST_BUILD_PIPELINE", "1") == "0" or (os.cpu_count() or 1) < 2
-            or "fork" not in multiprocessing.get_all_start_methods()):
+    if (
+        os.environ.get("BACKTEST_BUILD_PIPELINE", "1") == "0"
+        or (os.cpu_count() or 1) < 2
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
         yield from encoded_records(opts, files, counts)
         return
     ctx = multiprocessing.get_context("fork")
@@ -253,6 +260,26 @@ def _make_dumps():
 _dumps = _make_dumps()
 
 
+def build_or_reuse(opts: BuildOptions, ws: Workspace) -> str:
+    """Build the corpus unless one with exactly these settings (role, window, source, inputs, categories,
+    query) is already there and verifies; return its id. The one reuse rule of stress and prospective grading."""
+    if ws.manifest_path(opts.corpus_id).is_file():
+        manifest = load_manifest(opts.corpus_id, ws)
+        same = (
+            manifest.role == opts.role
+            and manifest.window.start == opts.start
+            and manifest.window.end == opts.end
+            and manifest.source.get("kind") == opts.source
+            and list(manifest.source.get("inputs") or []) == [str(Path(p)) for p in opts.inputs]
+            and sorted(manifest.source.get("categories") or []) == sorted(opts.categories)
+            and manifest.source.get("query") == opts.query
+        )
+        if same and verify_corpus(manifest, ws).ok:
+            return opts.corpus_id
+    build_corpus(opts, ws)
+    return opts.corpus_id
+
+
 def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bool = False) -> CorpusManifest:
     """Build and seal a corpus; returns the manifest (also written to ``manifests/<id>.json``).
 
@@ -278,7 +305,9 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
         counts = new_counts(opts.source)
         n_records, first, last = _write_records(opts, files, counts, staging, progress)
         if not n_records:
-            raise BadInput(f"empty corpus: no record of {len(files)} input file(s) passed the filters ({_summary(counts)})")
+            raise BadInput(
+                f"empty corpus: no record of {len(files)} input file(s) passed the filters ({_summary(counts)})"
+            )
         version_rules = _id_version_rules(counts)
         index_sha256 = _sort_index(staging)
         window = Window(start=opts.start or dt.date.fromisoformat(first), end=opts.end or dt.date.fromisoformat(last))
@@ -325,8 +354,16 @@ def build_corpus(opts: BuildOptions, ws: Workspace, progress=None, reproduce: bo
         shutil.rmtree(staging, ignore_errors=True)
 
 
-COUNT_KEYS = ("n_read", "n_duplicates", "n_outside_window", "n_other_categories",
-              "n_query_mismatch", "n_no_abstract", "n_id_month_dropped", "n_relisted_old_ids")
+COUNT_KEYS = (
+    "n_read",
+    "n_duplicates",
+    "n_outside_window",
+    "n_other_categories",
+    "n_query_mismatch",
+    "n_no_abstract",
+    "n_id_month_dropped",
+    "n_relisted_old_ids",
+)
 
 
 def new_counts(source: str) -> dict[str, int]:
@@ -373,11 +410,13 @@ def _reproduce_failure(path: Path, expected: str, sealed: dict) -> str:
     except json.JSONDecodeError:
         return f"{path}: the committed manifest is not valid JSON; the rebuild was not installed"
     changed = sorted(k for k in set(old) | set(sealed) if k != "seal" and old.get(k) != sealed.get(k))
-    detail = ", ".join(
-        f"{k} {old.get(k)} -> {sealed.get(k)}" if k == "n_records" else k for k in changed
-    ) or "formatting"
-    return (f"{path}: rebuild does not reproduce the committed manifest (seal {str(old.get('seal'))[:12]}… -> "
-            f"{sealed['seal'][:12]}…; differs in {detail}); nothing was installed")
+    detail = (
+        ", ".join(f"{k} {old.get(k)} -> {sealed.get(k)}" if k == "n_records" else k for k in changed) or "formatting"
+    )
+    return (
+        f"{path}: rebuild does not reproduce the committed manifest (seal {str(old.get('seal'))[:12]}… -> "
+        f"{sealed['seal'][:12]}…; differs in {detail}); nothing was installed"
+    )
 
 
 def _input_sha256(path: Path) -> str:
@@ -580,7 +619,11 @@ def rebuild_and_compare(manifest: CorpusManifest, ws: Workspace, scratch: Worksp
     report.missing = sorted(set(old) - set(new))
     report.extra = sorted(set(new) - set(old))
     report.problems.append(f"rebuild from source gives seal {rebuilt.seal[:12]}…, manifest has {manifest.seal[:12]}…")
-    for name, ids in (("drifted", report.drifted), ("missing from rebuild", report.missing), ("new in rebuild", report.extra)):
+    for name, ids in (
+        ("drifted", report.drifted),
+        ("missing from rebuild", report.missing),
+        ("new in rebuild", report.extra),
+    ):
         report.problems.extend(f"record {i}: {name}" for i in ids)
     return report
 

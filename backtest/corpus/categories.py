@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import BadInput
+from backtest.core.errors import BadInput
 
 ARCHIVES = frozenset(
     """astro-ph cond-mat gr-qc hep-ex hep-lat hep-ph hep-th math-ph nlin nucl-ex nucl-th physics

@@ -29,10 +29,11 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from ..errors import BadInput, redact
-from ..fileio import atomic_writer
-from ..records import CorpusRecord, parse_record
-from .sources import add_to_registry, clean_text, strip_arxiv_version
+from backtest.core.errors import BadInput, redact
+from backtest.core.fileio import atomic_writer
+from backtest.core.records import CorpusRecord, parse_record
+from backtest.core.registry import Registry
+from backtest.corpus.sources import clean_text, named, strip_arxiv_version
 
 USER_AGENT = "backtest-corpus-fetch/0.1 (+https://github.com/; research-question backtesting)"
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -49,9 +50,17 @@ def make_session(retries: int = 5, backoff: float | None = None) -> requests.Ses
     """
     if backoff is None:
         backoff = float(os.environ.get("BACKTEST_FETCH_BACKOFF", "2"))
-    retry = Retry(total=retries, connect=retries, read=retries, status=retries, backoff_factor=backoff,
-                  status_forcelist=RETRY_STATUSES, allowed_methods=frozenset({"GET"}),
-                  respect_retry_after_header=True, raise_on_status=False)
+    retry = Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        backoff_factor=backoff,
+        status_forcelist=RETRY_STATUSES,
+        allowed_methods=frozenset({"GET"}),
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
     session = requests.Session()
     adapter = HTTPAdapter(max_retries=retry)
     session.mount("http://", adapter)
@@ -63,8 +72,12 @@ def make_session(retries: int = 5, backoff: float | None = None) -> requests.Ses
 class Throttle:
     """Keeps at least ``min_interval`` seconds between the starts of successive calls."""
 
-    def __init__(self, min_interval: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        min_interval: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.min_interval = min_interval
         self.clock = clock
         self.sleep = sleep
@@ -97,9 +110,13 @@ class Client:
         except requests.RequestException as exc:
             raise BadInput(f"{self.service}: GET {url} failed after retries ({exc.__class__.__name__})") from None
         if response.status_code != 200:
-            secrets = [v for value in self.headers.values() for v in (value, value.split()[-1] if value.split() else "")]
-            raise BadInput(f"{self.service}: GET {response.url} answered HTTP {response.status_code} "
-                           f"({' '.join((redact(response.text, secrets) or '')[:200].split())})")
+            secrets = [
+                v for value in self.headers.values() for v in (value, value.split()[-1] if value.split() else "")
+            ]
+            raise BadInput(
+                f"{self.service}: GET {response.url} answered HTTP {response.status_code} "
+                f"({' '.join((redact(response.text, secrets) or '')[:200].split())})"
+            )
         return response
 
     def get_json(self, url: str, params: dict[str, Any], where: str) -> dict[str, Any]:
@@ -125,28 +142,34 @@ class Fetcher(Protocol):
     default_url: str
     default_interval: float
 
-    def records(self, client: Client, base_url: str, query: str, start: dt.date, end: dt.date,
-                max_records: int) -> Iterator[CorpusRecord]:
+    def records(
+        self, client: Client, base_url: str, query: str, start: dt.date, end: dt.date, max_records: int
+    ) -> Iterator[CorpusRecord]:
         """Yield records page by page (at most about ``max_records``)."""
 
     def headers(self) -> dict[str, str]:
         """Extra request headers (ADS: the bearer token)."""
 
 
-FETCHERS: dict[str, Callable[[], Fetcher]] = {}
-
-
-def register(name: str) -> Callable:
-    """Class decorator adding a fetcher to :data:`FETCHERS` under ``name``."""
-    return add_to_registry(FETCHERS, name)
+# Services ``corpus fetch --service NAME`` reads. Plugins: entry-point group ``backtest.fetchers``.
+FETCHERS: Registry[Callable[[], Fetcher]] = Registry(
+    "service",
+    "fetchers",
+    {
+        "arxiv": "backtest.corpus.fetch:ArxivApi",
+        "ads": "backtest.corpus.fetch:AdsApi",
+        "openalex": "backtest.corpus.fetch:OpenAlexApi",
+    },
+)
 
 
 def _record(data: dict[str, Any], where: str) -> CorpusRecord:
     return parse_record(CorpusRecord, data, where)
 
 
-def _offset_pages(max_records: int, page_size: int,
-                  fetch_page: Callable[[int, int, str], tuple[list, int]]) -> Iterator[tuple[str, list]]:
+def _offset_pages(
+    max_records: int, page_size: int, fetch_page: Callable[[int, int, str], tuple[list, int]]
+) -> Iterator[tuple[str, list]]:
     """``start``/``rows`` paging: ``(where, items)`` per page until ``max_records``, the total or an empty page.
 
     ``fetch_page(offset, rows, where)`` fetches one page and returns its items and the
@@ -178,7 +201,7 @@ OPENSEARCH = "{http://a9.com/-/spec/opensearch/1.1/}"
 _ABS_URL = re.compile(r"^https?://arxiv\.org/abs/(.+)$")  # the id loses its version: strip_arxiv_version
 
 
-@register("arxiv")
+@named("arxiv")
 class ArxivApi(_NoCredentials):
     """The arXiv API (``/api/query``, an Atom feed), sorted by submission date, 3 s between calls."""
 
@@ -192,8 +215,13 @@ class ArxivApi(_NoCredentials):
         search = f"({query}) AND {window}"
 
         def fetch_page(offset: int, rows: int, where: str) -> tuple[list[ET.Element], int]:
-            params = {"search_query": search, "start": offset, "max_results": rows,
-                      "sortBy": "submittedDate", "sortOrder": "ascending"}
+            params = {
+                "search_query": search,
+                "start": offset,
+                "max_results": rows,
+                "sortBy": "submittedDate",
+                "sortOrder": "ascending",
+            }
             response = client.get(base_url, params)
             try:
                 feed = ET.fromstring(response.content)
@@ -204,7 +232,9 @@ class ArxivApi(_NoCredentials):
         for where, entries in _offset_pages(max_records, self.page_size, fetch_page):
             for i, entry in enumerate(entries):
                 if entry.find(f"{ATOM}id") is not None and entry.findtext(f"{ATOM}title") == "Error":
-                    raise BadInput(f"arxiv: {where}: the API reports an error: {clean_text(entry.findtext(f'{ATOM}summary'))}")
+                    raise BadInput(
+                        f"arxiv: {where}: the API reports an error: {clean_text(entry.findtext(f'{ATOM}summary'))}"
+                    )
                 yield self._parse(entry, f"arxiv {where} entry {i + 1}")
 
     @staticmethod
@@ -213,22 +243,25 @@ class ArxivApi(_NoCredentials):
         if not match:
             raise BadInput(f"{where}: <id> is not an arXiv abstract URL")
         published = (entry.findtext(f"{ATOM}published") or "")[:10]
-        return _record({
-            "id": strip_arxiv_version(match.group(1)),
-            "title": clean_text(entry.findtext(f"{ATOM}title")),
-            "abstract": clean_text(entry.findtext(f"{ATOM}summary")),
-            "published": published,
-            "categories": [c.get("term") for c in entry.findall(f"{ATOM}category") if c.get("term")],
-            "authors": [clean_text(a.findtext(f"{ATOM}name")) for a in entry.findall(f"{ATOM}author")],
-            "doi": (entry.findtext(f"{ARXIV}doi") or "").strip() or None,
-            "source": "arxiv-api",
-        }, where)
+        return _record(
+            {
+                "id": strip_arxiv_version(match.group(1)),
+                "title": clean_text(entry.findtext(f"{ATOM}title")),
+                "abstract": clean_text(entry.findtext(f"{ATOM}summary")),
+                "published": published,
+                "categories": [c.get("term") for c in entry.findall(f"{ATOM}category") if c.get("term")],
+                "authors": [clean_text(a.findtext(f"{ATOM}name")) for a in entry.findall(f"{ATOM}author")],
+                "doi": (entry.findtext(f"{ARXIV}doi") or "").strip() or None,
+                "source": "arxiv-api",
+            },
+            where,
+        )
 
 
 # ----- NASA ADS (/v1/search/query)
 
 
-@register("ads")
+@named("ads")
 class AdsApi:
     """NASA ADS search API; token from ``ADS_API_TOKEN``; ``start``/``rows`` paging."""
 
@@ -241,7 +274,9 @@ class AdsApi:
     def headers(self) -> dict[str, str]:
         token = os.environ.get("ADS_API_TOKEN", "").strip()
         if not token:
-            raise BadInput("ads: set ADS_API_TOKEN to your ADS API token (https://ui.adsabs.harvard.edu/user/settings/token)")
+            raise BadInput(
+                "ads: set ADS_API_TOKEN to your ADS API token (https://ui.adsabs.harvard.edu/user/settings/token)"
+            )
         return {"Authorization": f"Bearer {token}"}
 
     def records(self, client, base_url, query, start, end, max_records):
@@ -264,19 +299,22 @@ class AdsApi:
         title = doc.get("title") or [""]
         doi = doc.get("doi") or []
         citations = doc.get("citation_count")
-        return _record({
-            "id": doc.get("bibcode"),
-            "title": clean_text(title[0] if isinstance(title, list) else title),
-            "abstract": clean_text(doc.get("abstract")),
-            "published": _ads_day(doc.get("pubdate"), where),
-            "categories": list(doc.get("arxiv_class") or []),
-            "authors": list(doc.get("author") or []),
-            "doi": (doi[0] if isinstance(doi, list) and doi else doi) or None,
-            "references": doc.get("reference"),
-            "citation_count": citations,
-            "citation_count_as_of": as_of if citations is not None else None,
-            "source": "ads",
-        }, where)
+        return _record(
+            {
+                "id": doc.get("bibcode"),
+                "title": clean_text(title[0] if isinstance(title, list) else title),
+                "abstract": clean_text(doc.get("abstract")),
+                "published": _ads_day(doc.get("pubdate"), where),
+                "categories": list(doc.get("arxiv_class") or []),
+                "authors": list(doc.get("author") or []),
+                "doi": (doi[0] if isinstance(doi, list) and doi else doi) or None,
+                "references": doc.get("reference"),
+                "citation_count": citations,
+                "citation_count_as_of": as_of if citations is not None else None,
+                "source": "ads",
+            },
+            where,
+        )
 
 
 def _ads_day(pubdate: Any, where: str) -> str:
@@ -291,7 +329,7 @@ def _ads_day(pubdate: Any, where: str) -> str:
 # ----- OpenAlex (/works, cursor paging)
 
 
-@register("openalex")
+@named("openalex")
 class OpenAlexApi(_NoCredentials):
     """OpenAlex ``/works`` with ``search`` and a publication-date filter; cursor paging."""
 
@@ -306,8 +344,12 @@ class OpenAlexApi(_NoCredentials):
         n = page = 0
         while cursor and n < max_records:
             page += 1
-            params = {"search": query, "filter": f"from_publication_date:{start},to_publication_date:{end}",
-                      "per-page": self.page_size, "cursor": cursor}
+            params = {
+                "search": query,
+                "filter": f"from_publication_date:{start},to_publication_date:{end}",
+                "per-page": self.page_size,
+                "cursor": cursor,
+            }
             if os.environ.get("OPENALEX_MAILTO"):
                 params["mailto"] = os.environ["OPENALEX_MAILTO"]
             where = f"page {page}"
@@ -327,19 +369,22 @@ class OpenAlexApi(_NoCredentials):
         doi = work.get("doi") or None
         topics = work.get("topics") or []
         citations = work.get("cited_by_count")
-        return _record({
-            "id": str(work.get("id") or "").rsplit("/", 1)[-1],
-            "title": clean_text(work.get("title") or work.get("display_name")),
-            "abstract": clean_text(abstract_from_inverted_index(work.get("abstract_inverted_index"), where)),
-            "published": work.get("publication_date"),
-            "categories": [t["display_name"] for t in topics if isinstance(t, dict) and t.get("display_name")],
-            "authors": [((a.get("author") or {}).get("display_name") or "") for a in work.get("authorships") or []],
-            "doi": doi.removeprefix("https://doi.org/") if isinstance(doi, str) else None,
-            "references": [r.rsplit("/", 1)[-1] for r in work.get("referenced_works") or []] or None,
-            "citation_count": citations,
-            "citation_count_as_of": as_of if citations is not None else None,
-            "source": "openalex",
-        }, where)
+        return _record(
+            {
+                "id": str(work.get("id") or "").rsplit("/", 1)[-1],
+                "title": clean_text(work.get("title") or work.get("display_name")),
+                "abstract": clean_text(abstract_from_inverted_index(work.get("abstract_inverted_index"), where)),
+                "published": work.get("publication_date"),
+                "categories": [t["display_name"] for t in topics if isinstance(t, dict) and t.get("display_name")],
+                "authors": [((a.get("author") or {}).get("display_name") or "") for a in work.get("authorships") or []],
+                "doi": doi.removeprefix("https://doi.org/") if isinstance(doi, str) else None,
+                "references": [r.rsplit("/", 1)[-1] for r in work.get("referenced_works") or []] or None,
+                "citation_count": citations,
+                "citation_count_as_of": as_of if citations is not None else None,
+                "source": "openalex",
+            },
+            where,
+        )
 
 
 def abstract_from_inverted_index(index: Any, where: str = "abstract_inverted_index") -> str:
@@ -360,23 +405,29 @@ def abstract_from_inverted_index(index: Any, where: str = "abstract_inverted_ind
 # --------------------------------------------------------------------------- entry point
 
 
-def fetch_to_jsonl(service: str, query: str, start: dt.date, end: dt.date, out: str | os.PathLike,
-                   max_records: int = 10000, session: requests.Session | None = None,
-                   sleep: Callable[[float], None] = time.sleep) -> int:
+def fetch_to_jsonl(
+    service: str,
+    query: str,
+    start: dt.date,
+    end: dt.date,
+    out: str | os.PathLike,
+    max_records: int = 10000,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     """Fetch ``query`` from ``service`` for the inclusive window into ``out`` (atomic); return the record count.
 
     Records outside the window (by day) are dropped, as are repeated ids (first kept).
     ``session`` and ``sleep`` are injectable for tests.
     """
-    if service not in FETCHERS:
-        raise BadInput(f"unknown service {service!r}; known: {', '.join(sorted(FETCHERS))}")
+    factory = FETCHERS.get(service)
     if start > end:
         raise BadInput(f"empty window: {start} is after {end}")
     if max_records < 1:
         raise BadInput("--max-records must be at least 1")
     if not query.strip():
         raise BadInput("empty --query")
-    fetcher = FETCHERS[service]()
+    fetcher = factory()
     base_url = os.environ.get(fetcher.env_url) or fetcher.default_url
     interval = float(os.environ.get(f"BACKTEST_{service.upper()}_MIN_INTERVAL", fetcher.default_interval))
     client = Client(service, session or make_session(), Throttle(interval, sleep=sleep), fetcher.headers())

@@ -7,11 +7,11 @@ its manifest seal matches the instance and its files verify.
 
 from __future__ import annotations
 
-from ..errors import CheckFailed
-from ..records import Instance
-from ..workspace import Workspace
-from .build import load_manifest, verify_corpus
-from .store import CorpusStore
+from backtest.core.errors import CheckFailed
+from backtest.core.records import Instance
+from backtest.core.workspace import Workspace
+from backtest.corpus.build import load_manifest, verify_corpus
+from backtest.corpus.store import CorpusStore
 
 
 def open_future_corpus(instance: Instance, ws: Workspace, verify: bool = True) -> CorpusStore:
@@ -20,10 +20,11 @@ def open_future_corpus(instance: Instance, ws: Workspace, verify: bool = True) -
         raise CheckFailed(f"instance {instance.instance_id} has no future corpus yet (prospective: grade it when due)")
     manifest = load_manifest(instance.future.corpus_id, ws)
     if manifest.role != "future":
-        raise CheckFailed(f"corpus {manifest.corpus_id} has role {manifest.role!r}; retrieval reads only the future corpus")
+        raise CheckFailed(
+            f"corpus {manifest.corpus_id} has role {manifest.role!r}; retrieval reads only the future corpus"
+        )
     if manifest.seal != instance.future.seal:
         raise CheckFailed(f"future corpus {manifest.corpus_id}: seal differs from instance {instance.instance_id}")
     if verify:
         verify_corpus(manifest, ws).raise_if_failed()
     return CorpusStore(manifest, ws)
-

@@ -3,7 +3,7 @@
 ``CorpusStore`` opens any built corpus after checking its manifest seal.
 ``PastCorpus`` is the only corpus object handed to generators: it refuses a
 manifest whose role is not ``past``. The future corpus is opened by the scorer
-(``backtest.score``/``backtest.retrieve``) through :func:`open_future_corpus`.
+(``backtest.scoring.score``/``backtest.retrieve``) through :func:`open_future_corpus`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import BadInput, CheckFailed
-from ..records import CorpusManifest, CorpusRecord
-from ..seal import compute_seal
-from ..workspace import Workspace
-from .build import INDEX_FILE, RECORDS_FILE, iter_index, load_manifest, verify_corpus
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.records import CorpusManifest, CorpusRecord
+from backtest.core.seal import compute_seal
+from backtest.core.workspace import Workspace
+from backtest.corpus.build import INDEX_FILE, RECORDS_FILE, iter_index, load_manifest, verify_corpus
 
 
 class CorpusStore:
@@ -89,6 +89,8 @@ class PastCorpus(CorpusStore):
 
     def __init__(self, manifest: CorpusManifest, ws: Workspace, cutoff: dt.date, verify: bool = False):
         if manifest.role != "past":
-            raise CheckFailed(f"corpus {manifest.corpus_id} has role {manifest.role!r}; generators read past corpora only")
+            raise CheckFailed(
+                f"corpus {manifest.corpus_id} has role {manifest.role!r}; generators read past corpora only"
+            )
         super().__init__(manifest, ws, verify=verify)
         self.cutoff = cutoff

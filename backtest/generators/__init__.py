@@ -13,8 +13,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from ..workspace import Workspace
-from .protocol import (
+from backtest.core.workspace import Workspace
+from backtest.generators.protocol import (
     GENERATED_AT_MEANING,
     Draft,
     GenerationContext,
@@ -29,33 +29,59 @@ from .protocol import (
 )
 
 __all__ = [
-    "Draft", "GenerationContext", "GenerationResult", "Generator", "available_generators", "get_generator",
-    "register_generator", "run_generator",
+    "Draft",
+    "GenerationContext",
+    "GenerationResult",
+    "Generator",
+    "available_generators",
+    "get_generator",
+    "register_generator",
+    "run_generator",
 ]
 
 
-def run_generator(name: str, instance_id: str, ws: Workspace, n: int = 125, seed: int = 0, out: Path | None = None,
-                  generated_at: str | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_generator(
+    name: str,
+    instance_id: str,
+    ws: Workspace,
+    n: int = 125,
+    seed: int = 0,
+    out: Path | None = None,
+    generated_at: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Load the instance, open its past corpus, run generator ``name`` and write the submission.
 
     Returns a summary: system name, number of questions, output folder, llm_components."""
-    from ..instance import load_instance, open_past_corpus
+    from backtest.corpus.instance import load_instance, open_past_corpus
 
     options = dict(options or {})
     generator = get_generator(name)
     instance = load_instance(instance_id, ws)
     past = open_past_corpus(instance, ws)
-    ctx = GenerationContext(instance=instance, past=past, n=n, seed=seed, options=options, cache_dir=ws.cache / "generators")
+    ctx = GenerationContext(
+        instance=instance, past=past, n=n, seed=seed, options=options, cache_dir=ws.cache / "generators"
+    )
     result = generator.generate(ctx)
     system_name = getattr(generator, "system_name", None) or name
     if callable(system_name):
         system_name = system_name(ctx)
     stamp = resolve_generated_at(generated_at, instance.cutoff)
-    meaning = (result.generated_at_meaning or GENERATED_AT_MEANING) if generated_at is None else (
-        "wall-clock UTC time of the run" if generated_at == "now" else "a time given by the user (--generated-at)")
+    meaning = (
+        (result.generated_at_meaning or GENERATED_AT_MEANING)
+        if generated_at is None
+        else (
+            "wall-clock UTC time of the run" if generated_at == "now" else "a time given by the user (--generated-at)"
+        )
+    )
     questions, metadata = build_submission(result, ctx, system_name, stamp, meaning)
     out_dir = Path(out) if out else ws.root / "submissions" / instance.instance_id / system_name
     write_submission(out_dir, questions, metadata)
-    return {"system_name": system_name, "n_questions": len(questions), "out": str(out_dir),
-            "llm_components": result.llm_components, "notes": result.notes,
-            "cutoff": dt.date.isoformat(instance.cutoff)}
+    return {
+        "system_name": system_name,
+        "n_questions": len(questions),
+        "out": str(out_dir),
+        "llm_components": result.llm_components,
+        "notes": result.notes,
+        "cutoff": dt.date.isoformat(instance.cutoff),
+    }

@@ -8,7 +8,7 @@ future. Centrality is therefore measured inside the past corpus only:
                     *specific terms*
 
 where P's specific terms are the catalogued object designations it names
-(:func:`backtest.objects.find_objects`) and the content-word bigrams of its title
+(:func:`backtest.text.objects.find_objects`) and the content-word bigrams of its title
 that occur in at least 2 and at most ``max(5, 1%)`` of the past papers (frequent
 bigrams such as "dark matter" name a field, not a result, and are ignored). The
 count behaves like a citation count: it rewards papers whose specific subject
@@ -25,9 +25,9 @@ import random
 import re
 from collections import defaultdict
 
-from .extract import is_declarative, analyse_corpus, claim_clause, detex, main_claim
-from .protocol import Draft, GenerationContext, GenerationResult
-from .select import select_diverse
+from backtest.generators.extract import analyse_corpus, claim_clause, detex, is_declarative, main_claim
+from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
+from backtest.generators.select import select_diverse
 
 TEMPLATES = (
     "Does the conclusion of the much followed-up study reporting that {clause} hold under independent datasets and alternative analysis assumptions?",
@@ -41,8 +41,21 @@ _WORD = re.compile(r"[a-z][a-z0-9\-]+")
 def _stop_words() -> frozenset[str]:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    return frozenset(ENGLISH_STOP_WORDS) | {"using", "new", "study", "based", "via", "paper", "analysis", "evidence",
-                                            "results", "observations", "first", "towards", "implications"}
+    return frozenset(ENGLISH_STOP_WORDS) | {
+        "using",
+        "new",
+        "study",
+        "based",
+        "via",
+        "paper",
+        "analysis",
+        "evidence",
+        "results",
+        "observations",
+        "first",
+        "towards",
+        "implications",
+    }
 
 
 def bigrams(text: str, stop: frozenset[str]) -> set[str]:
@@ -56,14 +69,16 @@ def centrality(papers, stop: frozenset[str] | None = None) -> list[tuple[int, in
     stop = stop or _stop_words()
     n = len(papers)
     max_df = max(5, n // 100)
-    full = [bigrams(detex(p.record.title) + " " + " ".join(p.sentences), stop) | set(p.detected.objects) for p in papers]
+    full = [
+        bigrams(detex(p.record.title) + " " + " ".join(p.sentences), stop) | set(p.detected.objects) for p in papers
+    ]
     df: dict[str, int] = defaultdict(int)
     for terms in full:
         for t in terms:
             df[t] += 1
     postings: dict[str, list[int]] = defaultdict(list)
     specific = []
-    for i, p in enumerate(papers):
+    for p in papers:
         mine = {t for t in bigrams(detex(p.record.title), stop) if 2 <= df[t] <= max_df}
         mine |= {o for o in p.detected.objects if df[o] >= 2}
         specific.append(mine)
@@ -73,7 +88,7 @@ def centrality(papers, stop: frozenset[str] | None = None) -> list[tuple[int, in
     dates = [p.record.published for p in papers]
     scores = []
     for i, terms in enumerate(specific):
-        later = set()
+        later: set[int] = set()
         for t in terms:
             later.update(j for j in postings[t] if dates[j] > dates[i])
         scores.append((len(later), len(terms)))
@@ -93,7 +108,7 @@ class CitationLeaders:
         rng = random.Random(ctx.seed)
         tiebreak = rng.sample(range(len(papers)), len(papers))
         order = sorted(range(len(papers)), key=lambda i: (-scores[i][0], -scores[i][1], tiebreak[i]))
-        drafts = []
+        drafts: list[Draft] = []
         for i in order:
             if len(drafts) >= 3 * ctx.n:
                 break
@@ -104,15 +119,22 @@ class CitationLeaders:
             if len(clause) < MIN_CLAUSE_CHARS or not is_declarative(clause):
                 continue
             objects = [c for c in papers[i].claims if c.text == claim][0].detected.objects
-            drafts.append(Draft(question=TEMPLATES[rng.randrange(len(TEMPLATES))].format(clause=clause),
-                                source_evidence_ids=[papers[i].record.id], objects=list(objects) or None,
-                                signal_type="prominence", premise=claim,
-                                extra={"centrality": {"later_papers_sharing_terms": scores[i][0],
-                                                      "specific_terms": scores[i][1]}}))
+            drafts.append(
+                Draft(
+                    question=TEMPLATES[rng.randrange(len(TEMPLATES))].format(clause=clause),
+                    source_evidence_ids=[papers[i].record.id],
+                    objects=list(objects) or None,
+                    signal_type="prominence",
+                    premise=claim,
+                    extra={"centrality": {"later_papers_sharing_terms": scores[i][0], "specific_terms": scores[i][1]}},
+                )
+            )
         chosen = select_diverse(drafts, ctx.n)
         return GenerationResult(
             drafts=chosen,
-            description=("Prominence: past papers ranked by a corpus-internal citation proxy (how many later past papers "
-                         "share their specific object designations or title bigrams); each leader's main result "
-                         "sentence becomes one robustness question."),
+            description=(
+                "Prominence: past papers ranked by a corpus-internal citation proxy (how many later past papers "
+                "share their specific object designations or title bigrams); each leader's main result "
+                "sentence becomes one robustness question."
+            ),
         )

@@ -20,7 +20,7 @@ cache, a server that honours ``seed`` (llama.cpp does) gives the same answers ag
 Questions that are not one sentence ending in a single '?' are dropped, as are
 near-duplicates (the freeze rule, :func:`.select.select_diverse`). Then
 ``source_evidence_ids`` are attached *after* generation by dense retrieval of the
-``k`` nearest PAST papers (``backtest.embed`` MiniLM over title + abstract of the
+``k`` nearest PAST papers (``backtest.text.embed`` MiniLM over title + abstract of the
 past corpus, embedded once and cached under the corpus seal). The model, its role
 and its stated training cutoff go into ``llm_components``. Without an endpoint the
 generator is skipped with a one-line message (exit 2) and writes nothing.
@@ -32,26 +32,38 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CheckFailed
-from .llm import clean_llm_question, component, llm_client, llm_settings
-from .protocol import Draft, GenerationContext, GenerationResult
-from .select import select_diverse
+from backtest.core.errors import CheckFailed
+from backtest.generators.llm import clean_llm_question, component, llm_client, llm_settings
+from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
+from backtest.generators.select import select_diverse
 
 # Names of the arXiv categories the reference instances are built from (arxiv.org/category_taxonomy).
 CATEGORY_NAMES = {
-    "astro-ph.CO": "cosmology and nongalactic astrophysics", "astro-ph.EP": "earth and planetary astrophysics (exoplanets)",
-    "astro-ph.GA": "astrophysics of galaxies", "astro-ph.HE": "high energy astrophysical phenomena",
-    "astro-ph.IM": "instrumentation and methods for astrophysics", "astro-ph.SR": "solar and stellar astrophysics",
-    "physics.space-ph": "space physics", "physics.ao-ph": "atmospheric and oceanic physics",
-    "physics.geo-ph": "geophysics", "physics.plasm-ph": "plasma physics", "physics.flu-dyn": "fluid dynamics",
-    "gr-qc": "general relativity and quantum cosmology", "hep-ph": "high energy physics phenomenology",
-    "hep-ex": "high energy physics experiment", "nucl-th": "nuclear theory",
+    "astro-ph.CO": "cosmology and nongalactic astrophysics",
+    "astro-ph.EP": "earth and planetary astrophysics (exoplanets)",
+    "astro-ph.GA": "astrophysics of galaxies",
+    "astro-ph.HE": "high energy astrophysical phenomena",
+    "astro-ph.IM": "instrumentation and methods for astrophysics",
+    "astro-ph.SR": "solar and stellar astrophysics",
+    "physics.space-ph": "space physics",
+    "physics.ao-ph": "atmospheric and oceanic physics",
+    "physics.geo-ph": "geophysics",
+    "physics.plasm-ph": "plasma physics",
+    "physics.flu-dyn": "fluid dynamics",
+    "gr-qc": "general relativity and quantum cosmology",
+    "hep-ph": "high energy physics phenomenology",
+    "hep-ex": "high energy physics experiment",
+    "nucl-th": "nuclear theory",
 }
 MIN_TOPIC_SHARE = 0.02
 ANGLES = (
-    "open observational questions", "theoretical and modelling questions", "questions about instruments and data quality",
-    "questions about analysis methods and statistics", "apparent tensions between published results",
-    "questions about specific named objects or systems", "questions that upcoming facilities or datasets could settle",
+    "open observational questions",
+    "theoretical and modelling questions",
+    "questions about instruments and data quality",
+    "questions about analysis methods and statistics",
+    "apparent tensions between published results",
+    "questions about specific named objects or systems",
+    "questions that upcoming facilities or datasets could settle",
     "questions about physical mechanisms and their relative importance",
 )
 PER_CALL = 5
@@ -64,8 +76,9 @@ SCHEMA = {
     "required": ["questions"],
     "additionalProperties": False,
 }
-SYSTEM = ("You are an expert researcher. You propose specific, falsifiable, open research questions. "
-          "Answer with JSON only.")
+SYSTEM = (
+    "You are an expert researcher. You propose specific, falsifiable, open research questions. Answer with JSON only."
+)
 PROMPT = (
     "Research domain: {domain}.\n"
     "Today is {cutoff}; you know only what was published on or before this date.\n"
@@ -79,7 +92,7 @@ PROMPT = (
 
 def past_embeddings(ctx: GenerationContext) -> tuple[list[str], np.ndarray]:
     """(ids, unit vectors) of the past corpus (title + abstract), cached under the corpus seal."""
-    from ..embed import DEFAULT_MODEL, cached_embeddings, model_fingerprint
+    from backtest.text.embed import DEFAULT_MODEL, cached_embeddings, model_fingerprint
 
     records = sorted(ctx.past.records(), key=lambda r: r.id)
     texts = [(r.title + ". " + r.abstract)[:MAX_EVIDENCE_CHARS] for r in records]
@@ -91,7 +104,7 @@ def past_embeddings(ctx: GenerationContext) -> tuple[list[str], np.ndarray]:
 
 def nearest_past(questions: list[str], ctx: GenerationContext, k: int = EVIDENCE_K) -> list[list[str]]:
     """For each question, the ids of the ``k`` nearest past papers (cosine, ties by id)."""
-    from ..embed import embed_texts
+    from backtest.text.embed import embed_texts
 
     ids, vectors = past_embeddings(ctx)
     if not ids:
@@ -119,7 +132,8 @@ def prompt_plan(topics: list[str], seed: int) -> list[tuple[str | None, str]]:
     """Every (topic, angle) pair once, in a seeded order (topic None when the corpus names none)."""
     import random
 
-    pairs = [(t, a) for t in (topics or [None]) for a in ANGLES]
+    names: list[str | None] = list(topics) if topics else [None]
+    pairs = [(t, a) for t in names for a in ANGLES]
     random.Random(seed).shuffle(pairs)
     return pairs
 
@@ -127,8 +141,9 @@ def prompt_plan(topics: list[str], seed: int) -> list[tuple[str | None, str]]:
 def prompt_messages(ctx: GenerationContext, plan: list[tuple[str | None, str]], call: int) -> list[dict[str, str]]:
     """The chat messages of call number ``call`` (0-based): its plan pair, and the round once the plan repeats."""
     topic, angle = plan[call % len(plan)]
-    prompt = PROMPT.format(domain=ctx.domain, cutoff=ctx.cutoff.isoformat(), k=PER_CALL, angle=angle,
-                           topic=topic or ctx.domain)
+    prompt = PROMPT.format(
+        domain=ctx.domain, cutoff=ctx.cutoff.isoformat(), k=PER_CALL, angle=angle, topic=topic or ctx.domain
+    )
     round_ = call // len(plan)
     if round_:
         prompt += f"\nThis is request {round_ + 1} on this focus: avoid the most obvious questions."
@@ -143,10 +158,15 @@ class DirectLLM:
 
     def generate(self, ctx: GenerationContext) -> GenerationResult:
         """Prompt in waves until ``ctx.n`` clean, distinct questions (or the call budget is spent)."""
-        from ..llm_client import ChatRequest, LLMError
+        from backtest.llm.client import ChatRequest, LLMError
 
-        settings = llm_settings(ctx.options, self.name, max_tokens=int(ctx.options.get("llm_max_tokens", 512)),
-                                seed=ctx.seed, temperature=TEMPERATURE)
+        settings = llm_settings(
+            ctx.options,
+            self.name,
+            max_tokens=int(ctx.options.get("llm_max_tokens", 512)),
+            seed=ctx.seed,
+            temperature=TEMPERATURE,
+        )
         client = llm_client(settings, ctx.cache_dir)
         plan = prompt_plan(topic_names(ctx.past), ctx.seed)
         seen: dict[str, str] = {}  # lower-cased question -> its first spelling, in call order
@@ -154,9 +174,15 @@ class DirectLLM:
         calls = 0
         try:
             while len(seen) < ctx.n + ctx.n // 4 and calls < max_calls:
-                wave = [ChatRequest(messages=tuple(prompt_messages(ctx, plan, i)), schema=SCHEMA, schema_name="questions",
-                                    seed=ctx.seed * 100_003 + i)
-                        for i in range(calls, min(max_calls, calls + settings.concurrency))]
+                wave = [
+                    ChatRequest(
+                        messages=tuple(prompt_messages(ctx, plan, i)),
+                        schema=SCHEMA,
+                        schema_name="questions",
+                        seed=ctx.seed * 100_003 + i,
+                    )
+                    for i in range(calls, min(max_calls, calls + settings.concurrency))
+                ]
                 calls += len(wave)
                 for answer in client.chat_many(wave):
                     if isinstance(answer, LLMError):  # one bad batch must not sink the run
@@ -171,19 +197,25 @@ class DirectLLM:
         drafts = [Draft(question=q, source_evidence_ids=["pending"], signal_type="direct_prompt") for q in questions]
         chosen = select_diverse(drafts, ctx.n, embedding=True, cache_dir=ctx.cache_dir)
         if not chosen:
-            raise CheckFailed(f"{self.name}: {settings.model} gave no usable question in {calls} call(s) "
-                              "(each must be one sentence ending in a single '?')")
+            raise CheckFailed(
+                f"{self.name}: {settings.model} gave no usable question in {calls} call(s) "
+                "(each must be one sentence ending in a single '?')"
+            )
         for draft, evidence in zip(chosen, nearest_past([d.question for d in chosen], ctx)):
             draft.source_evidence_ids = evidence
         return GenerationResult(
             drafts=chosen,
-            description=(f"Bare prompting: the LLM {settings.model} was asked for open research questions given only the "
-                         "domain, the cutoff and the names of the past corpus's main arXiv categories (no corpus evidence); "
-                         f"the {EVIDENCE_K} nearest past papers (dense MiniLM retrieval over the past corpus) were attached "
-                         "as evidence afterwards."),
+            description=(
+                f"Bare prompting: the LLM {settings.model} was asked for open research questions given only the "
+                "domain, the cutoff and the names of the past corpus's main arXiv categories (no corpus evidence); "
+                f"the {EVIDENCE_K} nearest past papers (dense MiniLM retrieval over the past corpus) were attached "
+                "as evidence afterwards."
+            ),
             llm_components=[component(settings, ctx.options, "question generation")],
-            generated_at_meaning=("as-of date: the cutoff day, the date the model was asked to answer as of; the model's "
-                                  "own training cutoff is declared in llm_components. Answers are cached, so reruns "
-                                  "against the same endpoint and model are byte-identical."),
+            generated_at_meaning=(
+                "as-of date: the cutoff day, the date the model was asked to answer as of; the model's "
+                "own training cutoff is declared in llm_components. Answers are cached, so reruns "
+                "against the same endpoint and model are byte-identical."
+            ),
             notes={"llm_calls": calls, "distinct_questions": len(questions), "llm_stats": client.stats.as_dict()},
         )

@@ -6,7 +6,7 @@ Pipeline (no model weights needed; an LLM may optionally phrase the result):
    sentences; claim sentences (a result, a non-detection, a tension, a caveat) keep
    ``(paper id, sentence index)`` and their cue flags.
 2. **Objects**: what each claim is about — catalogued designations
-   (:func:`backtest.objects.find_objects`), molecules, instruments, methods,
+   (:func:`backtest.text.objects.find_objects`), molecules, instruments, methods,
    systematics, properties, and key quantities (a number with an error or unit tied
    to the property before it). A claim of a paper whose title names one catalogued
    object is also about that object.
@@ -70,15 +70,25 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .extract import Claim, PaperClaims, analyse_corpus, claim_clause
-from .protocol import Draft, GenerationContext, GenerationResult
-from .select import select_diverse
+from backtest.generators.extract import Claim, PaperClaims, analyse_corpus, claim_clause
+from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
+from backtest.generators.select import select_diverse
 
-TENSION_TYPES = ("observational_tension", "methodological_challenge", "single_dataset_conclusion",
-                 "independent_qualification")
+TENSION_TYPES = (
+    "observational_tension",
+    "methodological_challenge",
+    "single_dataset_conclusion",
+    "independent_qualification",
+)
 SUBJECT_WEIGHT = {"object": 1.0, "molecule": 0.6, "phenomenon": 0.55, "instrument": 0.5, "method": 0.4}
-EVIDENCE_WEIGHT = {"numeric": 1.0, "polarity": 0.9, "explicit": 0.8, "methodological": 0.7, "qualification": 0.6,
-                   "single_dataset": 0.5}
+EVIDENCE_WEIGHT = {
+    "numeric": 1.0,
+    "polarity": 0.9,
+    "explicit": 0.8,
+    "methodological": 0.7,
+    "qualification": 0.6,
+    "single_dataset": 0.5,
+}
 WEIGHTS = {"specificity": 0.50, "independence": 0.20, "recency": 0.10, "evidence": 0.20}
 MAX_PAIRS_PER_KEY = 12
 MAX_PER_SUBJECT = 4
@@ -123,7 +133,9 @@ def build_graph(papers: list[PaperClaims]):
         graph.add_node(pid, kind="paper", date=paper.record.published, authors=tuple(paper.record.authors))
         # A paper that names few catalogued objects is about them: its claims are too,
         # even when a sentence says "the planet" instead of the designation.
-        implicit = paper.title_objects or (paper.detected.objects if len(paper.detected.objects) <= MAX_IMPLICIT else ())
+        implicit = paper.title_objects or (
+            paper.detected.objects if len(paper.detected.objects) <= MAX_IMPLICIT else ()
+        )
         for claim in paper.claims:
             cid = ("claim", claim.claim_id)
             graph.add_node(cid, kind="claim", claim=claim)
@@ -174,7 +186,10 @@ def _numeric_conflict(a: Claim, b: Claim, topic: str) -> dict | None:
                 sigma = math.hypot(qa["err"], qb["err"])
                 if sigma > 0 and abs(qa["value"] - qb["value"]) > 2 * sigma:
                     return {"a": qa["text"], "b": qb["text"]}
-            elif max(qa["value"], qb["value"]) / min(abs(qa["value"]), abs(qb["value"])) > 1.5 and qa["value"] * qb["value"] > 0:
+            elif (
+                max(qa["value"], qb["value"]) / min(abs(qa["value"]), abs(qb["value"])) > 1.5
+                and qa["value"] * qb["value"] > 0
+            ):
                 return {"a": qa["text"], "b": qb["text"]}
     return None
 
@@ -183,8 +198,20 @@ def _disjoint_authors(a: PaperClaims, b: PaperClaims) -> bool:
     return not ({x.strip().lower() for x in a.record.authors} & {x.strip().lower() for x in b.record.authors})
 
 
-FACILITY = {"NIRSpec": "JWST", "NIRISS": "JWST", "NIRCam": "JWST", "MIRI": "JWST", "WFC3": "HST", "STIS": "HST",
-            "VLTI/GRAVITY": "VLT", "ESPRESSO": "VLT", "CRIRES+": "VLT", "SPHERE": "VLT", "MUSE": "VLT", "X-shooter": "VLT"}
+FACILITY = {
+    "NIRSpec": "JWST",
+    "NIRISS": "JWST",
+    "NIRCam": "JWST",
+    "MIRI": "JWST",
+    "WFC3": "HST",
+    "STIS": "HST",
+    "VLTI/GRAVITY": "VLT",
+    "ESPRESSO": "VLT",
+    "CRIRES+": "VLT",
+    "SPHERE": "VLT",
+    "MUSE": "VLT",
+    "X-shooter": "VLT",
+}
 
 
 def _independent_instruments(a: str, b: str) -> bool:
@@ -192,7 +219,9 @@ def _independent_instruments(a: str, b: str) -> bool:
     return FACILITY.get(a, a) != FACILITY.get(b, b)
 
 
-def classify(a: Claim, b: Claim, pa: PaperClaims, pb: PaperClaims, topic: str, subject: str = "") -> tuple[str, str, dict] | None:
+def classify(
+    a: Claim, b: Claim, pa: PaperClaims, pb: PaperClaims, topic: str, subject: str = ""
+) -> tuple[str, str, dict] | None:
     """The tension type of claim ``a`` (earlier paper) vs claim ``b`` (later paper), or None."""
     if topic != GENERIC_TOPIC:
         numeric = _numeric_conflict(a, b, topic)
@@ -208,11 +237,17 @@ def classify(a: Claim, b: Claim, pa: PaperClaims, pb: PaperClaims, topic: str, s
     if b.qualify and a.result and _disjoint_authors(pa, pb):
         return "independent_qualification", "qualification", {}
     inst_a = a.detected.instruments or pa.detected.instruments
-    inst_b = [i for i in (b.detected.instruments or pb.detected.instruments)
-              if all(_independent_instruments(i, x) for x in inst_a)]
+    inst_b = [
+        i
+        for i in (b.detected.instruments or pb.detected.instruments)
+        if all(_independent_instruments(i, x) for x in inst_a)
+    ]
     if a.result and len(inst_a) == 1 and inst_a[0] != subject:
-        return "single_dataset_conclusion", "single_dataset", {"instrument_a": inst_a[0],
-                                                              "instrument_b": inst_b[0] if inst_b else None}
+        return (
+            "single_dataset_conclusion",
+            "single_dataset",
+            {"instrument_a": inst_a[0], "instrument_b": inst_b[0] if inst_b else None},
+        )
     return None
 
 
@@ -254,8 +289,18 @@ def find_tensions(papers: list[PaperClaims], cutoff: dt.date) -> list[Tension]:
                 kind, evidence, detail = typed
                 if topic == GENERIC_TOPIC:
                     detail = {**detail, "phrase": shared_phrase(a, b, subject, word_df, stop)}
-                t = Tension(kind=kind, evidence=evidence, subject=subject, subject_kind=skind, topic=topic,
-                            a=a, b=b, paper_a=pa, paper_b=pb, detail=detail)
+                t = Tension(
+                    kind=kind,
+                    evidence=evidence,
+                    subject=subject,
+                    subject_kind=skind,
+                    topic=topic,
+                    a=a,
+                    b=b,
+                    paper_a=pa,
+                    paper_b=pb,
+                    detail=detail,
+                )
                 _score(t, len(df[(skind, subject)]), groups, cutoff, span)
                 tensions.append(t)
                 pairs += 1
@@ -266,20 +311,23 @@ def find_tensions(papers: list[PaperClaims], cutoff: dt.date) -> list[Tension]:
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z\-]{3,}")
-_GENERIC_WORDS = frozenset("""
+_GENERIC_WORDS = frozenset(
+    """
 using used based find found show shows shown results result observations observed data study studies analysis
 model models suggest suggests within between however while these those their which also first new large small high
 low higher lower than more most both each other such about into over under only well much many several find
 consistent constraints constrain derived measured measure estimate estimated present presented paper work provide
 conclude concluded uncertainty uncertainties detection detections observation function functions region regions
 reveal reveals indicate indicates evidence significant significantly sample samples compared compare times time
-""".split())
+""".split()
+)
 
 
 _NOUNLIKE = re.compile(
     r"(?:ion|ions|ity|ance|ence|ure|ism|ment|ness|ics|sphere|tail|wave|waves|field|fields|rate|ratio|mass|flux|disk|disc|"
     r"wind|winds|shock|shocks|jet|jets|cloud|clouds|dust|gas|halo|halos|bar|ring|rings|spectrum|spectra|outflow|outflows|"
-    r"structure|population|populations|variability|layer|layers|core|cores|envelope|profile|profiles|signal|signals)$")
+    r"structure|population|populations|variability|layer|layers|core|cores|envelope|profile|profiles|signal|signals)$"
+)
 
 
 def _content_words(text: str, stop: frozenset[str]) -> list[str]:
@@ -288,7 +336,7 @@ def _content_words(text: str, stop: frozenset[str]) -> list[str]:
 
 def shared_phrase(a: Claim, b: Claim, subject: str, word_df: dict[str, int], stop: frozenset[str]) -> str | None:
     """The most specific wording two claims share: a common content bigram, else the rarest common word."""
-    from .extract import MOLECULES
+    from backtest.generators.extract import MOLECULES
 
     skip = {w.lower() for w in _WORD.findall(subject)}
     skip |= {w.lower() for alias in MOLECULES.get(subject, ()) for w in _WORD.findall(alias)}
@@ -315,12 +363,20 @@ def _author_groups(papers: list[PaperClaims]) -> int:
 
 
 def _score(t: Tension, n_papers_subject: int, groups: int, cutoff: dt.date, span: int) -> None:
-    specificity = SUBJECT_WEIGHT[t.subject_kind] * (1.0 if t.topic != GENERIC_TOPIC else 0.8) / math.sqrt(1 + n_papers_subject / 25)
+    specificity = (
+        SUBJECT_WEIGHT[t.subject_kind]
+        * (1.0 if t.topic != GENERIC_TOPIC else 0.8)
+        / math.sqrt(1 + n_papers_subject / 25)
+    )
     independence = min(1.0, (groups - 1) / 3) * (1.0 if _disjoint_authors(t.paper_a, t.paper_b) else 0.5)
     recency = max(0.0, 1 - (cutoff - t.paper_b.record.published).days / span)
     evidence = EVIDENCE_WEIGHT[t.evidence]
-    t.components = {"specificity": round(specificity, 4), "independence": round(independence, 4),
-                    "recency": round(recency, 4), "evidence": evidence}
+    t.components = {
+        "specificity": round(specificity, 4),
+        "independence": round(independence, 4),
+        "recency": round(recency, 4),
+        "evidence": evidence,
+    }
     t.score = round(sum(WEIGHTS[k] * v for k, v in t.components.items()), 6)
 
 
@@ -350,20 +406,50 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "Is the {topic} finding for {subject} robust across the range of conditions explored by subsequent studies?",
     ),
 }
-GENERIC_TOPIC_PHRASE = {"object": "main result", "molecule": "abundance", "phenomenon": "main result", "instrument": "main result",
-                        "method": "main result"}
+GENERIC_TOPIC_PHRASE = {
+    "object": "main result",
+    "molecule": "abundance",
+    "phenomenon": "main result",
+    "instrument": "main result",
+    "method": "main result",
+}
 
 
-_WITH_ARTICLE = {"magnetosphere", "ionosphere", "thermosphere", "plasmasphere", "magnetopause", "magnetotail", "ring current",
-                 "solar wind", "heliosphere", "corona", "stratosphere", "polar vortex", "jet stream", "geodynamo",
-                 "Martian atmosphere", "Venus atmosphere", "Jovian magnetosphere", "bow shock", "planetary boundary layer",
-                 "QBO", "MJO", "radiation belts"}
+_WITH_ARTICLE = {
+    "magnetosphere",
+    "ionosphere",
+    "thermosphere",
+    "plasmasphere",
+    "magnetopause",
+    "magnetotail",
+    "ring current",
+    "solar wind",
+    "heliosphere",
+    "corona",
+    "stratosphere",
+    "polar vortex",
+    "jet stream",
+    "geodynamo",
+    "Martian atmosphere",
+    "Venus atmosphere",
+    "Jovian magnetosphere",
+    "bow shock",
+    "planetary boundary layer",
+    "QBO",
+    "MJO",
+    "radiation belts",
+}
 
 
 def _subject_phrase(t: Tension) -> str:
     phenomenon = f"the {t.subject}" if t.subject in _WITH_ARTICLE else t.subject
-    return {"object": t.subject, "molecule": t.subject, "phenomenon": phenomenon,
-            "instrument": f"{t.subject} measurements", "method": f"{t.subject} results"}[t.subject_kind]
+    return {
+        "object": t.subject,
+        "molecule": t.subject,
+        "phenomenon": phenomenon,
+        "instrument": f"{t.subject} measurements",
+        "method": f"{t.subject} results",
+    }[t.subject_kind]
 
 
 def realise(t: Tension, rng: random.Random) -> str:
@@ -374,9 +460,14 @@ def realise(t: Tension, rng: random.Random) -> str:
     template = options[rng.randrange(len(options))]
     topic = t.topic if t.topic != GENERIC_TOPIC else (t.detail.get("phrase") or GENERIC_TOPIC_PHRASE[t.subject_kind])
     issue = t.detail.get("issue", "systematics")
-    text = template.format(topic=topic, subject=_subject_phrase(t), issue=issue,
-                           is_are="are" if issue.endswith(("s", "ies")) else "is",
-                           instrument_a=t.detail.get("instrument_a", ""), instrument_b=t.detail.get("instrument_b", ""))
+    text = template.format(
+        topic=topic,
+        subject=_subject_phrase(t),
+        issue=issue,
+        is_are="are" if issue.endswith(("s", "ies")) else "is",
+        instrument_a=t.detail.get("instrument_a", ""),
+        instrument_b=t.detail.get("instrument_b", ""),
+    )
     return text.replace("main result result", "main result").replace("main result finding", "main result")
 
 
@@ -385,11 +476,23 @@ def to_draft(t: Tension, question: str) -> Draft:
     objects = [t.subject] if t.subject_kind == "object" else []
     objects += [o for o in dict.fromkeys(t.a.detected.objects + t.b.detected.objects) if o not in objects]
     return Draft(
-        question=question, source_evidence_ids=t.ids, objects=objects or [t.subject], signal_type=t.kind,
+        question=question,
+        source_evidence_ids=t.ids,
+        objects=objects or [t.subject],
+        signal_type=t.kind,
         premise=f"{t.paper_a.record.id}: {claim_clause(t.a.text, 300)} / {t.paper_b.record.id}: {claim_clause(t.b.text, 300)}",
-        extra={"tension": {"subject": t.subject, "subject_kind": t.subject_kind, "topic": t.topic, "evidence": t.evidence,
-                           "claims": [t.a.claim_id, t.b.claim_id], "score": t.score, "components": t.components,
-                           **{k: v for k, v in t.detail.items() if v}}},
+        extra={
+            "tension": {
+                "subject": t.subject,
+                "subject_kind": t.subject_kind,
+                "topic": t.topic,
+                "evidence": t.evidence,
+                "claims": [t.a.claim_id, t.b.claim_id],
+                "score": t.score,
+                "components": t.components,
+                **{k: v for k, v in t.detail.items() if v},
+            }
+        },
     )
 
 
@@ -426,16 +529,22 @@ class EvidenceGraph:
         chosen = select_diverse(drafts, ctx.n, accept=accept, embedding=True, cache_dir=ctx.cache_dir)
         llm_components = None
         if ctx.options.get("verbalizer") == "llm":
-            from .verbalize import verbalize_with_llm
+            from backtest.generators.verbalize import verbalize_with_llm
 
             chosen, llm_components = verbalize_with_llm(chosen, ctx)
-        counts = defaultdict(int)
+        counts: defaultdict[str, int] = defaultdict(int)
         for d in chosen:
-            counts[d.signal_type] += 1
-        description = ("Evidence graph: provenance-carrying claim sentences from past abstracts, the objects they are "
-                       "about (catalogued designations, molecules, instruments, methods, quantities), a networkx graph of "
-                       "papers, claims and objects, typed cross-paper tensions ranked by specificity, independent "
-                       "sources, recency and evidence strength, phrased as neutral questions "
-                       + ("by a language model." if llm_components else "from templates."))
-        return GenerationResult(drafts=chosen, description=description, llm_components=llm_components,
-                                notes={"papers": len(papers), "tensions": len(tensions), "types": dict(sorted(counts.items()))})
+            counts[d.signal_type or "none"] += 1
+        description = (
+            "Evidence graph: provenance-carrying claim sentences from past abstracts, the objects they are "
+            "about (catalogued designations, molecules, instruments, methods, quantities), a networkx graph of "
+            "papers, claims and objects, typed cross-paper tensions ranked by specificity, independent "
+            "sources, recency and evidence strength, phrased as neutral questions "
+            + ("by a language model." if llm_components else "from templates.")
+        )
+        return GenerationResult(
+            drafts=chosen,
+            description=description,
+            llm_components=llm_components,
+            notes={"papers": len(papers), "tensions": len(tensions), "types": dict(sorted(counts.items()))},
+        )

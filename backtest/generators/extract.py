@@ -6,13 +6,13 @@ Pure text processing, no model weights. Used by every generator here:
 * :func:`extract_claims` — claim sentences (a result, a non-detection, a tension, a
   caveat) with provenance ``(paper id, sentence index)`` and cue flags;
 * :func:`detect` — what a text is about: catalogued designations
-  (:func:`backtest.objects.find_objects`), molecules (H2O, CO2, NH3, CH4...),
+  (:func:`backtest.text.objects.find_objects`), molecules (H2O, CO2, NH3, CH4...),
   instruments and missions (JWST/NIRSpec, HST/WFC3, THEMIS, MODIS...), methods
   (retrievals, cross-correlation, MHD simulations...), physical properties, and key
   quantities (a number with an uncertainty or a unit, tied to the property before it).
 
 The lexicons are deliberately small and case-sensitive where the field writes names
-that way; they favour precision over recall, like ``backtest.objects``.
+that way; they favour precision over recall, like ``backtest.text.objects``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from ..objects import find_objects
-from ..records import CorpusRecord
+from backtest.core.records import CorpusRecord
+from backtest.text.objects import find_objects
 
 # --------------------------------------------------------------------------- text clean-up
 
 _LATEX_SUBS = [
-    (re.compile(r"\$?_\{?(\d)\}?\$?"), r"\1"),          # H$_2$O, H_{2}O -> H2O
+    (re.compile(r"\$?_\{?(\d)\}?\$?"), r"\1"),  # H$_2$O, H_{2}O -> H2O
     (re.compile(r"\\(?:pm|mp)"), "±"),
     (re.compile(r"\\(?:sim|approx|simeq)"), "~"),
     (re.compile(r"\\(?:lesssim|lt|leq|le)\b"), "<"),
@@ -49,8 +49,27 @@ def detex(text: str) -> str:
     return " ".join(text.split())
 
 
-_ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "cf.", "approx.", "Fig.", "Figs.", "vs.", "ca.", "resp.", "Eq.",
-                  "Ref.", "Sect.", "No.", "al.", "St.", "Dr.", "Prof.", "U.S.")
+_ABBREVIATIONS = (
+    "e.g.",
+    "i.e.",
+    "et al.",
+    "cf.",
+    "approx.",
+    "Fig.",
+    "Figs.",
+    "vs.",
+    "ca.",
+    "resp.",
+    "Eq.",
+    "Ref.",
+    "Sect.",
+    "No.",
+    "al.",
+    "St.",
+    "Dr.",
+    "Prof.",
+    "U.S.",
+)
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
 
 
@@ -71,143 +90,385 @@ def _alternation(words) -> str:
 
 
 MOLECULES = {
-    "H2O": ["H2O", "water vapour", "water vapor"], "CO2": ["CO2", "carbon dioxide"], "CO": ["CO", "carbon monoxide"],
-    "CH4": ["CH4", "methane"], "NH3": ["NH3", "ammonia"], "SO2": ["SO2", "sulfur dioxide", "sulphur dioxide"],
-    "H2S": ["H2S"], "HCN": ["HCN"], "TiO": ["TiO"], "VO": ["VO"], "FeH": ["FeH"], "C2H2": ["C2H2", "acetylene"],
-    "PH3": ["PH3", "phosphine"], "O3": ["O3", "ozone"], "O2": ["O2"], "N2O": ["N2O"], "NO2": ["NO2"],
-    "OH": ["OH"], "HDO": ["HDO"], "SiO": ["SiO"], "HCO+": ["HCO+"], "N2H+": ["N2H+"], "CH3OH": ["CH3OH", "methanol"],
-    "H2CO": ["H2CO", "formaldehyde"], "DMS": ["DMS", "dimethyl sulfide"], "He": ["metastable helium", "He I"],
-    "Na": ["sodium"], "K": ["potassium"], "Fe": ["Fe I", "Fe II"], "PAH": ["PAH", "PAHs"], "aerosol": ["aerosol", "aerosols"],
+    "H2O": ["H2O", "water vapour", "water vapor"],
+    "CO2": ["CO2", "carbon dioxide"],
+    "CO": ["CO", "carbon monoxide"],
+    "CH4": ["CH4", "methane"],
+    "NH3": ["NH3", "ammonia"],
+    "SO2": ["SO2", "sulfur dioxide", "sulphur dioxide"],
+    "H2S": ["H2S"],
+    "HCN": ["HCN"],
+    "TiO": ["TiO"],
+    "VO": ["VO"],
+    "FeH": ["FeH"],
+    "C2H2": ["C2H2", "acetylene"],
+    "PH3": ["PH3", "phosphine"],
+    "O3": ["O3", "ozone"],
+    "O2": ["O2"],
+    "N2O": ["N2O"],
+    "NO2": ["NO2"],
+    "OH": ["OH"],
+    "HDO": ["HDO"],
+    "SiO": ["SiO"],
+    "HCO+": ["HCO+"],
+    "N2H+": ["N2H+"],
+    "CH3OH": ["CH3OH", "methanol"],
+    "H2CO": ["H2CO", "formaldehyde"],
+    "DMS": ["DMS", "dimethyl sulfide"],
+    "He": ["metastable helium", "He I"],
+    "Na": ["sodium"],
+    "K": ["potassium"],
+    "Fe": ["Fe I", "Fe II"],
+    "PAH": ["PAH", "PAHs"],
+    "aerosol": ["aerosol", "aerosols"],
 }
 
 INSTRUMENTS = {
     # astronomy
-    "JWST": ["JWST", "James Webb Space Telescope", "Webb"], "NIRSpec": ["NIRSpec"], "NIRISS": ["NIRISS"],
-    "NIRCam": ["NIRCam"], "MIRI": ["MIRI"], "HST": ["HST", "Hubble Space Telescope"], "WFC3": ["WFC3"],
-    "STIS": ["STIS"], "Spitzer": ["Spitzer"], "TESS": ["TESS"], "Kepler": ["Kepler"], "CHEOPS": ["CHEOPS"],
-    "Gaia": ["Gaia"], "Euclid": ["Euclid"], "Rubin/LSST": ["LSST", "Rubin Observatory", "Vera C. Rubin"],
-    "ZTF": ["ZTF"], "SDSS": ["SDSS"], "DESI": ["DESI"], "ALMA": ["ALMA"], "VLA": ["VLA", "JVLA"], "VLT": ["VLT"],
-    "VLTI/GRAVITY": ["GRAVITY", "VLTI"], "ESPRESSO": ["ESPRESSO"], "CRIRES+": ["CRIRES+", "CRIRES"],
-    "HARPS": ["HARPS", "HARPS-N"], "CARMENES": ["CARMENES"], "IGRINS": ["IGRINS"], "MAROON-X": ["MAROON-X"],
-    "Keck": ["Keck", "KPF", "HIRES"], "Subaru": ["Subaru", "HSC"], "SPHERE": ["SPHERE"], "MUSE": ["MUSE"],
-    "X-shooter": ["X-shooter", "X-Shooter"], "Chandra": ["Chandra"], "XMM-Newton": ["XMM-Newton", "XMM"],
-    "NuSTAR": ["NuSTAR"], "Swift": ["Swift"], "Fermi": ["Fermi", "Fermi-LAT"], "NICER": ["NICER"], "IXPE": ["IXPE"],
-    "XRISM": ["XRISM"], "eROSITA": ["eROSITA"], "Einstein Probe": ["Einstein Probe"], "IceCube": ["IceCube"],
-    "LIGO/Virgo/KAGRA": ["LIGO", "Virgo", "KAGRA", "LVK"], "LISA": ["LISA"], "EHT": ["EHT", "Event Horizon Telescope"],
-    "LOFAR": ["LOFAR"], "MeerKAT": ["MeerKAT"], "ASKAP": ["ASKAP"], "MWA": ["MWA"], "CHIME": ["CHIME"],
-    "FAST": ["FAST"], "Planck": ["Planck"], "ACT": ["ACT", "Atacama Cosmology Telescope"], "SPT": ["SPT", "South Pole Telescope"],
-    "Herschel": ["Herschel"], "WISE": ["WISE", "NEOWISE"], "GALEX": ["GALEX"], "LAMOST": ["LAMOST"], "APOGEE": ["APOGEE"],
-    "GALAH": ["GALAH"], "DES": ["Dark Energy Survey"], "KiDS": ["KiDS"], "SPHEREx": ["SPHEREx"], "HETDEX": ["HETDEX"],
-    "NANOGrav": ["NANOGrav", "PTA", "EPTA", "IPTA"], "HESS/MAGIC/VERITAS": ["H.E.S.S.", "MAGIC", "VERITAS", "LHAASO", "HAWC"],
+    "JWST": ["JWST", "James Webb Space Telescope", "Webb"],
+    "NIRSpec": ["NIRSpec"],
+    "NIRISS": ["NIRISS"],
+    "NIRCam": ["NIRCam"],
+    "MIRI": ["MIRI"],
+    "HST": ["HST", "Hubble Space Telescope"],
+    "WFC3": ["WFC3"],
+    "STIS": ["STIS"],
+    "Spitzer": ["Spitzer"],
+    "TESS": ["TESS"],
+    "Kepler": ["Kepler"],
+    "CHEOPS": ["CHEOPS"],
+    "Gaia": ["Gaia"],
+    "Euclid": ["Euclid"],
+    "Rubin/LSST": ["LSST", "Rubin Observatory", "Vera C. Rubin"],
+    "ZTF": ["ZTF"],
+    "SDSS": ["SDSS"],
+    "DESI": ["DESI"],
+    "ALMA": ["ALMA"],
+    "VLA": ["VLA", "JVLA"],
+    "VLT": ["VLT"],
+    "VLTI/GRAVITY": ["GRAVITY", "VLTI"],
+    "ESPRESSO": ["ESPRESSO"],
+    "CRIRES+": ["CRIRES+", "CRIRES"],
+    "HARPS": ["HARPS", "HARPS-N"],
+    "CARMENES": ["CARMENES"],
+    "IGRINS": ["IGRINS"],
+    "MAROON-X": ["MAROON-X"],
+    "Keck": ["Keck", "KPF", "HIRES"],
+    "Subaru": ["Subaru", "HSC"],
+    "SPHERE": ["SPHERE"],
+    "MUSE": ["MUSE"],
+    "X-shooter": ["X-shooter", "X-Shooter"],
+    "Chandra": ["Chandra"],
+    "XMM-Newton": ["XMM-Newton", "XMM"],
+    "NuSTAR": ["NuSTAR"],
+    "Swift": ["Swift"],
+    "Fermi": ["Fermi", "Fermi-LAT"],
+    "NICER": ["NICER"],
+    "IXPE": ["IXPE"],
+    "XRISM": ["XRISM"],
+    "eROSITA": ["eROSITA"],
+    "Einstein Probe": ["Einstein Probe"],
+    "IceCube": ["IceCube"],
+    "LIGO/Virgo/KAGRA": ["LIGO", "Virgo", "KAGRA", "LVK"],
+    "LISA": ["LISA"],
+    "EHT": ["EHT", "Event Horizon Telescope"],
+    "LOFAR": ["LOFAR"],
+    "MeerKAT": ["MeerKAT"],
+    "ASKAP": ["ASKAP"],
+    "MWA": ["MWA"],
+    "CHIME": ["CHIME"],
+    "FAST": ["FAST"],
+    "Planck": ["Planck"],
+    "ACT": ["ACT", "Atacama Cosmology Telescope"],
+    "SPT": ["SPT", "South Pole Telescope"],
+    "Herschel": ["Herschel"],
+    "WISE": ["WISE", "NEOWISE"],
+    "GALEX": ["GALEX"],
+    "LAMOST": ["LAMOST"],
+    "APOGEE": ["APOGEE"],
+    "GALAH": ["GALAH"],
+    "DES": ["Dark Energy Survey"],
+    "KiDS": ["KiDS"],
+    "SPHEREx": ["SPHEREx"],
+    "HETDEX": ["HETDEX"],
+    "NANOGrav": ["NANOGrav", "PTA", "EPTA", "IPTA"],
+    "HESS/MAGIC/VERITAS": ["H.E.S.S.", "MAGIC", "VERITAS", "LHAASO", "HAWC"],
     # heliophysics and space physics
-    "Parker Solar Probe": ["Parker Solar Probe", "PSP"], "Solar Orbiter": ["Solar Orbiter"], "SDO": ["SDO", "AIA", "HMI"],
-    "SOHO": ["SOHO", "LASCO"], "STEREO": ["STEREO"], "DKIST": ["DKIST"], "IRIS": ["IRIS"], "Hinode": ["Hinode"],
-    "Juno": ["Juno"], "Cassini": ["Cassini"], "New Horizons": ["New Horizons"], "MAVEN": ["MAVEN"], "Rosetta": ["Rosetta"],
-    "Voyager": ["Voyager"], "Ulysses": ["Ulysses"], "ACE": ["ACE"], "Wind": ["Wind spacecraft"], "THEMIS": ["THEMIS", "ARTEMIS"],
-    "Cluster": ["Cluster spacecraft", "Cluster mission"], "MMS": ["MMS", "Magnetospheric Multiscale"],
-    "Van Allen Probes": ["Van Allen Probes", "RBSP"], "DMSP": ["DMSP"], "GOES": ["GOES"], "POES": ["POES", "NOAA-POES"],
-    "Swarm": ["Swarm"], "CHAMP": ["CHAMP"], "GRACE": ["GRACE", "GRACE-FO"], "GOCE": ["GOCE"], "COSMIC": ["COSMIC"],
-    "TIMED": ["TIMED", "GUVI", "SABER"], "SuperDARN": ["SuperDARN"], "EISCAT": ["EISCAT"], "IMAGE": ["IMAGE satellite"],
-    "GNSS/GPS": ["GNSS", "GPS"], "Arase": ["Arase", "ERG"], "Venus Express": ["Venus Express"], "Mars Express": ["Mars Express"],
-    "MESSENGER": ["MESSENGER"], "Wind/ACE": ["OMNI"],
+    "Parker Solar Probe": ["Parker Solar Probe", "PSP"],
+    "Solar Orbiter": ["Solar Orbiter"],
+    "SDO": ["SDO", "AIA", "HMI"],
+    "SOHO": ["SOHO", "LASCO"],
+    "STEREO": ["STEREO"],
+    "DKIST": ["DKIST"],
+    "IRIS": ["IRIS"],
+    "Hinode": ["Hinode"],
+    "Juno": ["Juno"],
+    "Cassini": ["Cassini"],
+    "New Horizons": ["New Horizons"],
+    "MAVEN": ["MAVEN"],
+    "Rosetta": ["Rosetta"],
+    "Voyager": ["Voyager"],
+    "Ulysses": ["Ulysses"],
+    "ACE": ["ACE"],
+    "Wind": ["Wind spacecraft"],
+    "THEMIS": ["THEMIS", "ARTEMIS"],
+    "Cluster": ["Cluster spacecraft", "Cluster mission"],
+    "MMS": ["MMS", "Magnetospheric Multiscale"],
+    "Van Allen Probes": ["Van Allen Probes", "RBSP"],
+    "DMSP": ["DMSP"],
+    "GOES": ["GOES"],
+    "POES": ["POES", "NOAA-POES"],
+    "Swarm": ["Swarm"],
+    "CHAMP": ["CHAMP"],
+    "GRACE": ["GRACE", "GRACE-FO"],
+    "GOCE": ["GOCE"],
+    "COSMIC": ["COSMIC"],
+    "TIMED": ["TIMED", "GUVI", "SABER"],
+    "SuperDARN": ["SuperDARN"],
+    "EISCAT": ["EISCAT"],
+    "IMAGE": ["IMAGE satellite"],
+    "GNSS/GPS": ["GNSS", "GPS"],
+    "Arase": ["Arase", "ERG"],
+    "Venus Express": ["Venus Express"],
+    "Mars Express": ["Mars Express"],
+    "MESSENGER": ["MESSENGER"],
+    "Wind/ACE": ["OMNI"],
     # Earth observation, models and reanalyses
-    "MODIS": ["MODIS"], "CALIPSO": ["CALIPSO", "CALIOP"], "CloudSat": ["CloudSat"], "AIRS": ["AIRS"], "MLS": ["MLS"],
-    "OMI": ["OMI"], "TROPOMI": ["TROPOMI"], "IASI": ["IASI"], "OCO-2": ["OCO-2"], "Sentinel": ["Sentinel-1", "Sentinel-2", "Sentinel-5P"],
-    "Landsat": ["Landsat"], "InSAR": ["InSAR"], "ERA-Interim": ["ERA-Interim"], "ERA5": ["ERA5"], "MERRA-2": ["MERRA-2", "MERRA"],
-    "NCEP": ["NCEP"], "CMIP5": ["CMIP5"], "CMIP6": ["CMIP6"], "WRF": ["WRF"], "WACCM": ["WACCM"], "CESM": ["CESM"],
-    "ECMWF": ["ECMWF"], "IRI": ["IRI model"], "AERONET": ["AERONET"], "USArray": ["USArray"], "IceSat": ["ICESat", "ICESat-2"],
-    "TRMM": ["TRMM", "GPM"], "SMOS": ["SMOS", "SMAP"],
+    "MODIS": ["MODIS"],
+    "CALIPSO": ["CALIPSO", "CALIOP"],
+    "CloudSat": ["CloudSat"],
+    "AIRS": ["AIRS"],
+    "MLS": ["MLS"],
+    "OMI": ["OMI"],
+    "TROPOMI": ["TROPOMI"],
+    "IASI": ["IASI"],
+    "OCO-2": ["OCO-2"],
+    "Sentinel": ["Sentinel-1", "Sentinel-2", "Sentinel-5P"],
+    "Landsat": ["Landsat"],
+    "InSAR": ["InSAR"],
+    "ERA-Interim": ["ERA-Interim"],
+    "ERA5": ["ERA5"],
+    "MERRA-2": ["MERRA-2", "MERRA"],
+    "NCEP": ["NCEP"],
+    "CMIP5": ["CMIP5"],
+    "CMIP6": ["CMIP6"],
+    "WRF": ["WRF"],
+    "WACCM": ["WACCM"],
+    "CESM": ["CESM"],
+    "ECMWF": ["ECMWF"],
+    "IRI": ["IRI model"],
+    "AERONET": ["AERONET"],
+    "USArray": ["USArray"],
+    "IceSat": ["ICESat", "ICESat-2"],
+    "TRMM": ["TRMM", "GPM"],
+    "SMOS": ["SMOS", "SMAP"],
 }
 
 METHODS = {
-    "atmospheric retrieval": ["atmospheric retrieval", "free retrieval", "retrievals", "retrieval analysis", "retrieval framework"],
+    "atmospheric retrieval": [
+        "atmospheric retrieval",
+        "free retrieval",
+        "retrievals",
+        "retrieval analysis",
+        "retrieval framework",
+    ],
     "cross-correlation spectroscopy": ["cross-correlation", "cross correlation"],
     "high-resolution spectroscopy": ["high-resolution spectroscopy", "high resolution spectroscopy", "high-dispersion"],
     "transmission spectroscopy": ["transmission spectroscopy", "transmission spectrum", "transmission spectra"],
     "emission spectroscopy": ["emission spectroscopy", "emission spectrum", "secondary eclipse", "dayside spectrum"],
-    "phase-curve analysis": ["phase curve", "phase curves"], "radial velocities": ["radial velocity", "radial velocities", "radial-velocity"],
-    "transit timing": ["transit timing", "TTV", "TTVs"], "astrometry": ["astrometry", "astrometric"],
-    "asteroseismology": ["asteroseismology", "asteroseismic"], "gyrochronology": ["gyrochronology"], "microlensing": ["microlensing"],
-    "direct imaging": ["direct imaging", "high-contrast imaging"], "interferometry": ["interferometry", "interferometric"],
-    "weak lensing": ["weak lensing", "cosmic shear"], "strong lensing": ["strong lensing", "strong gravitational lensing"],
-    "SED fitting": ["SED fitting", "spectral energy distribution"], "MCMC sampling": ["MCMC", "Markov chain Monte Carlo"],
-    "nested sampling": ["nested sampling"], "machine learning": ["machine learning", "neural network", "neural networks", "deep learning", "random forest"],
-    "N-body simulations": ["N-body"], "hydrodynamical simulations": ["hydrodynamical simulation", "hydrodynamic simulation", "hydrodynamical simulations", "cosmological simulations"],
-    "MHD simulations": ["MHD simulation", "MHD simulations", "magnetohydrodynamic simulation", "magnetohydrodynamic simulations"],
-    "particle-in-cell simulations": ["particle-in-cell", "PIC simulation", "PIC simulations"], "hybrid simulations": ["hybrid simulation", "hybrid simulations"],
-    "general circulation models": ["general circulation model", "GCM", "GCMs"], "radiative transfer modelling": ["radiative transfer"],
-    "photochemical modelling": ["photochemical model", "photochemistry"], "population synthesis": ["population synthesis"],
-    "data assimilation": ["data assimilation"], "ensemble forecasting": ["ensemble forecast", "ensemble prediction"],
-    "reanalysis": ["reanalysis"], "Gaussian processes": ["Gaussian process", "Gaussian processes"],
-    "seismic tomography": ["tomography", "tomographic"], "inversion": ["inversion", "inverse modelling", "inverse modeling"],
-    "spectropolarimetry": ["spectropolarimetry", "Zeeman Doppler imaging"], "stacking analysis": ["stacking analysis", "stacked"],
-    "photometric redshifts": ["photometric redshift", "photometric redshifts"], "kinematic modelling": ["kinematic model", "rotation curve", "rotation curves"],
+    "phase-curve analysis": ["phase curve", "phase curves"],
+    "radial velocities": ["radial velocity", "radial velocities", "radial-velocity"],
+    "transit timing": ["transit timing", "TTV", "TTVs"],
+    "astrometry": ["astrometry", "astrometric"],
+    "asteroseismology": ["asteroseismology", "asteroseismic"],
+    "gyrochronology": ["gyrochronology"],
+    "microlensing": ["microlensing"],
+    "direct imaging": ["direct imaging", "high-contrast imaging"],
+    "interferometry": ["interferometry", "interferometric"],
+    "weak lensing": ["weak lensing", "cosmic shear"],
+    "strong lensing": ["strong lensing", "strong gravitational lensing"],
+    "SED fitting": ["SED fitting", "spectral energy distribution"],
+    "MCMC sampling": ["MCMC", "Markov chain Monte Carlo"],
+    "nested sampling": ["nested sampling"],
+    "machine learning": ["machine learning", "neural network", "neural networks", "deep learning", "random forest"],
+    "N-body simulations": ["N-body"],
+    "hydrodynamical simulations": [
+        "hydrodynamical simulation",
+        "hydrodynamic simulation",
+        "hydrodynamical simulations",
+        "cosmological simulations",
+    ],
+    "MHD simulations": [
+        "MHD simulation",
+        "MHD simulations",
+        "magnetohydrodynamic simulation",
+        "magnetohydrodynamic simulations",
+    ],
+    "particle-in-cell simulations": ["particle-in-cell", "PIC simulation", "PIC simulations"],
+    "hybrid simulations": ["hybrid simulation", "hybrid simulations"],
+    "general circulation models": ["general circulation model", "GCM", "GCMs"],
+    "radiative transfer modelling": ["radiative transfer"],
+    "photochemical modelling": ["photochemical model", "photochemistry"],
+    "population synthesis": ["population synthesis"],
+    "data assimilation": ["data assimilation"],
+    "ensemble forecasting": ["ensemble forecast", "ensemble prediction"],
+    "reanalysis": ["reanalysis"],
+    "Gaussian processes": ["Gaussian process", "Gaussian processes"],
+    "seismic tomography": ["tomography", "tomographic"],
+    "inversion": ["inversion", "inverse modelling", "inverse modeling"],
+    "spectropolarimetry": ["spectropolarimetry", "Zeeman Doppler imaging"],
+    "stacking analysis": ["stacking analysis", "stacked"],
+    "photometric redshifts": ["photometric redshift", "photometric redshifts"],
+    "kinematic modelling": ["kinematic model", "rotation curve", "rotation curves"],
 }
 
 PROPERTIES = {
-    "temperature": ["temperature", "temperatures"], "mass": ["mass", "masses"], "radius": ["radius", "radii"],
-    "density": ["density", "densities"], "metallicity": ["metallicity", "metallicities"], "abundance": ["abundance", "abundances"],
-    "C/O ratio": ["C/O"], "albedo": ["albedo"], "obliquity": ["obliquity", "spin-orbit", "Rossiter-McLaughlin"],
-    "eccentricity": ["eccentricity", "eccentricities"], "inclination": ["inclination"], "age": ["age", "ages"],
-    "distance": ["distance", "distances"], "luminosity": ["luminosity", "luminosities"], "rotation period": ["rotation period", "rotational period"],
-    "orbital period": ["orbital period"], "spin": ["spin"], "magnetic field": ["magnetic field", "magnetic fields", "field strength"],
-    "wind speed": ["wind speed", "winds", "wind"], "velocity": ["velocity", "velocities"], "redshift": ["redshift"],
-    "star formation rate": ["star formation rate", "star-formation rate", "SFR"], "mass-loss rate": ["mass-loss rate", "mass loss rate", "escape rate", "atmospheric escape"],
-    "Hubble constant": ["Hubble constant", "H0"], "S8": ["S8", "sigma8"], "dust mass": ["dust mass"], "accretion rate": ["accretion rate"],
-    "column density": ["column density"], "optical depth": ["optical depth"], "electron density": ["electron density", "plasma density"],
-    "total electron content": ["total electron content", "TEC"], "geomagnetic index": ["Dst", "Kp", "AE index", "SYM-H"],
-    "precipitation": ["precipitation", "rainfall"], "sea surface temperature": ["sea surface temperature", "SST"],
-    "aerosol optical depth": ["aerosol optical depth", "AOD"], "cloud cover": ["cloud cover", "cloud fraction"], "cloud properties": ["clouds"],
-    "haze": ["haze", "hazes"], "water content": ["water content", "water mass fraction"], "black hole mass": ["black hole mass"],
-    "initial mass function": ["initial mass function", "IMF"], "dark matter fraction": ["dark matter fraction"],
-    "stellar mass": ["stellar mass", "stellar masses"], "size": ["size", "sizes"], "flux": ["flux", "fluxes"],
-    "energy spectrum": ["energy spectrum", "spectral index"], "reconnection rate": ["reconnection rate"],
-    "particle acceleration": ["particle acceleration", "electron acceleration"], "occurrence rate": ["occurrence rate"],
+    "temperature": ["temperature", "temperatures"],
+    "mass": ["mass", "masses"],
+    "radius": ["radius", "radii"],
+    "density": ["density", "densities"],
+    "metallicity": ["metallicity", "metallicities"],
+    "abundance": ["abundance", "abundances"],
+    "C/O ratio": ["C/O"],
+    "albedo": ["albedo"],
+    "obliquity": ["obliquity", "spin-orbit", "Rossiter-McLaughlin"],
+    "eccentricity": ["eccentricity", "eccentricities"],
+    "inclination": ["inclination"],
+    "age": ["age", "ages"],
+    "distance": ["distance", "distances"],
+    "luminosity": ["luminosity", "luminosities"],
+    "rotation period": ["rotation period", "rotational period"],
+    "orbital period": ["orbital period"],
+    "spin": ["spin"],
+    "magnetic field": ["magnetic field", "magnetic fields", "field strength"],
+    "wind speed": ["wind speed", "winds", "wind"],
+    "velocity": ["velocity", "velocities"],
+    "redshift": ["redshift"],
+    "star formation rate": ["star formation rate", "star-formation rate", "SFR"],
+    "mass-loss rate": ["mass-loss rate", "mass loss rate", "escape rate", "atmospheric escape"],
+    "Hubble constant": ["Hubble constant", "H0"],
+    "S8": ["S8", "sigma8"],
+    "dust mass": ["dust mass"],
+    "accretion rate": ["accretion rate"],
+    "column density": ["column density"],
+    "optical depth": ["optical depth"],
+    "electron density": ["electron density", "plasma density"],
+    "total electron content": ["total electron content", "TEC"],
+    "geomagnetic index": ["Dst", "Kp", "AE index", "SYM-H"],
+    "precipitation": ["precipitation", "rainfall"],
+    "sea surface temperature": ["sea surface temperature", "SST"],
+    "aerosol optical depth": ["aerosol optical depth", "AOD"],
+    "cloud cover": ["cloud cover", "cloud fraction"],
+    "cloud properties": ["clouds"],
+    "haze": ["haze", "hazes"],
+    "water content": ["water content", "water mass fraction"],
+    "black hole mass": ["black hole mass"],
+    "initial mass function": ["initial mass function", "IMF"],
+    "dark matter fraction": ["dark matter fraction"],
+    "stellar mass": ["stellar mass", "stellar masses"],
+    "size": ["size", "sizes"],
+    "flux": ["flux", "fluxes"],
+    "energy spectrum": ["energy spectrum", "spectral index"],
+    "reconnection rate": ["reconnection rate"],
+    "particle acceleration": ["particle acceleration", "electron acceleration"],
+    "occurrence rate": ["occurrence rate"],
 }
 
 # Named phenomena and regions (space, atmospheric, geo- and astrophysics): specific subjects where
 # a corpus has few catalogued designations.
 PHENOMENA = {
-    "magnetosphere": ["magnetosphere", "magnetospheric"], "ionosphere": ["ionosphere", "ionospheric"],
-    "thermosphere": ["thermosphere", "thermospheric"], "plasmasphere": ["plasmasphere", "plasmaspheric"],
-    "radiation belts": ["radiation belt", "radiation belts", "Van Allen belts"], "magnetopause": ["magnetopause"],
-    "bow shock": ["bow shock", "bow shocks"], "magnetotail": ["magnetotail"], "ring current": ["ring current"],
-    "solar wind": ["solar wind"], "coronal mass ejections": ["coronal mass ejection", "coronal mass ejections", "CME", "CMEs"],
-    "solar flares": ["solar flare", "solar flares"], "substorms": ["substorm", "substorms"],
+    "magnetosphere": ["magnetosphere", "magnetospheric"],
+    "ionosphere": ["ionosphere", "ionospheric"],
+    "thermosphere": ["thermosphere", "thermospheric"],
+    "plasmasphere": ["plasmasphere", "plasmaspheric"],
+    "radiation belts": ["radiation belt", "radiation belts", "Van Allen belts"],
+    "magnetopause": ["magnetopause"],
+    "bow shock": ["bow shock", "bow shocks"],
+    "magnetotail": ["magnetotail"],
+    "ring current": ["ring current"],
+    "solar wind": ["solar wind"],
+    "coronal mass ejections": ["coronal mass ejection", "coronal mass ejections", "CME", "CMEs"],
+    "solar flares": ["solar flare", "solar flares"],
+    "substorms": ["substorm", "substorms"],
     "geomagnetic storms": ["geomagnetic storm", "geomagnetic storms", "magnetic storm", "magnetic storms"],
-    "magnetic reconnection": ["magnetic reconnection", "reconnection"], "Alfven waves": ["Alfven wave", "Alfven waves", "Alfvén waves", "Alfvénic"],
-    "whistler-mode chorus": ["chorus", "whistler", "whistler-mode", "whistlers"], "aurora": ["aurora", "auroral", "aurorae"],
-    "cosmic rays": ["cosmic ray", "cosmic rays"], "solar energetic particles": ["solar energetic particle", "solar energetic particles", "SEP", "SEPs"],
-    "heliosphere": ["heliosphere", "heliospheric", "heliopause"], "corona": ["solar corona", "coronal heating"],
-    "sunspots": ["sunspot", "sunspots", "solar cycle"], "turbulence": ["turbulence", "turbulent cascade"],
-    "sea ice": ["sea ice", "Arctic sea ice"], "ENSO": ["ENSO", "El Nino", "El Niño", "La Nina", "La Niña"], "monsoon": ["monsoon", "monsoons"],
-    "jet stream": ["jet stream"], "stratosphere": ["stratosphere", "stratospheric"], "polar vortex": ["polar vortex"],
+    "magnetic reconnection": ["magnetic reconnection", "reconnection"],
+    "Alfven waves": ["Alfven wave", "Alfven waves", "Alfvén waves", "Alfvénic"],
+    "whistler-mode chorus": ["chorus", "whistler", "whistler-mode", "whistlers"],
+    "aurora": ["aurora", "auroral", "aurorae"],
+    "cosmic rays": ["cosmic ray", "cosmic rays"],
+    "solar energetic particles": ["solar energetic particle", "solar energetic particles", "SEP", "SEPs"],
+    "heliosphere": ["heliosphere", "heliospheric", "heliopause"],
+    "corona": ["solar corona", "coronal heating"],
+    "sunspots": ["sunspot", "sunspots", "solar cycle"],
+    "turbulence": ["turbulence", "turbulent cascade"],
+    "sea ice": ["sea ice", "Arctic sea ice"],
+    "ENSO": ["ENSO", "El Nino", "El Niño", "La Nina", "La Niña"],
+    "monsoon": ["monsoon", "monsoons"],
+    "jet stream": ["jet stream"],
+    "stratosphere": ["stratosphere", "stratospheric"],
+    "polar vortex": ["polar vortex"],
     "sudden stratospheric warmings": ["sudden stratospheric warming", "sudden stratospheric warmings", "SSW"],
-    "QBO": ["QBO", "quasi-biennial oscillation"], "MJO": ["MJO", "Madden-Julian"], "tropical cyclones": ["tropical cyclone", "tropical cyclones", "hurricane", "hurricanes", "typhoon", "typhoons"],
-    "earthquakes": ["earthquake", "earthquakes", "seismicity"], "mantle": ["mantle convection", "upper mantle", "lower mantle"],
-    "geodynamo": ["geodynamo", "outer core"], "ice sheets": ["ice sheet", "ice sheets", "Antarctic ice", "Greenland ice"],
-    "permafrost": ["permafrost"], "lightning": ["lightning", "sprites", "terrestrial gamma-ray flashes"],
-    "gravity waves": ["gravity wave", "gravity waves"], "planetary boundary layer": ["boundary layer"],
-    "Martian atmosphere": ["Martian atmosphere", "atmosphere of Mars"], "Venus atmosphere": ["Venus atmosphere", "atmosphere of Venus"],
-    "Jovian magnetosphere": ["Jovian magnetosphere", "Jupiter's magnetosphere"], "Titan": ["Titan"], "Enceladus": ["Enceladus"],
+    "QBO": ["QBO", "quasi-biennial oscillation"],
+    "MJO": ["MJO", "Madden-Julian"],
+    "tropical cyclones": ["tropical cyclone", "tropical cyclones", "hurricane", "hurricanes", "typhoon", "typhoons"],
+    "earthquakes": ["earthquake", "earthquakes", "seismicity"],
+    "mantle": ["mantle convection", "upper mantle", "lower mantle"],
+    "geodynamo": ["geodynamo", "outer core"],
+    "ice sheets": ["ice sheet", "ice sheets", "Antarctic ice", "Greenland ice"],
+    "permafrost": ["permafrost"],
+    "lightning": ["lightning", "sprites", "terrestrial gamma-ray flashes"],
+    "gravity waves": ["gravity wave", "gravity waves"],
+    "planetary boundary layer": ["boundary layer"],
+    "Martian atmosphere": ["Martian atmosphere", "atmosphere of Mars"],
+    "Venus atmosphere": ["Venus atmosphere", "atmosphere of Venus"],
+    "Jovian magnetosphere": ["Jovian magnetosphere", "Jupiter's magnetosphere"],
+    "Titan": ["Titan"],
+    "Enceladus": ["Enceladus"],
 }
 
 # Terms that name a systematic or an analysis choice (for methodological challenges).
 SYSTEMATICS = {
-    "stellar contamination": ["stellar contamination", "unocculted", "starspot", "starspots", "stellar activity", "faculae"],
-    "instrument systematics": ["instrumental systematics", "instrument systematics", "detector systematics", "systematics"],
-    "retrieval assumptions": ["retrieval assumptions"], "model assumptions": ["model assumptions", "modelling assumptions", "modeling assumptions"],
+    "stellar contamination": [
+        "stellar contamination",
+        "unocculted",
+        "starspot",
+        "starspots",
+        "stellar activity",
+        "faculae",
+    ],
+    "instrument systematics": [
+        "instrumental systematics",
+        "instrument systematics",
+        "detector systematics",
+        "systematics",
+    ],
+    "retrieval assumptions": ["retrieval assumptions"],
+    "model assumptions": ["model assumptions", "modelling assumptions", "modeling assumptions"],
     "prior choices": ["prior", "priors"],
-    "calibration": ["calibration", "flux calibration"], "degeneracies": ["degeneracy", "degeneracies", "degenerate"],
+    "calibration": ["calibration", "flux calibration"],
+    "degeneracies": ["degeneracy", "degeneracies", "degenerate"],
     "selection effects": ["selection effect", "selection effects", "selection bias", "Malmquist"],
-    "dust extinction": ["extinction", "dust attenuation"], "contamination": ["contamination", "contaminated", "blending", "blended"],
-    "terminator heterogeneity": ["limb asymmetry", "terminator heterogeneity", "morning and evening limbs", "morning-evening"],
-    "photometric uncertainties": ["photometric uncertainties"], "model dependence": ["model-dependent", "model dependent", "model dependence"],
+    "dust extinction": ["extinction", "dust attenuation"],
+    "contamination": ["contamination", "contaminated", "blending", "blended"],
+    "terminator heterogeneity": [
+        "limb asymmetry",
+        "terminator heterogeneity",
+        "morning and evening limbs",
+        "morning-evening",
+    ],
+    "photometric uncertainties": ["photometric uncertainties"],
+    "model dependence": ["model-dependent", "model dependent", "model dependence"],
 }
 
 
-_LEXICONS = {"molecule": MOLECULES, "instrument": INSTRUMENTS, "method": METHODS, "property": PROPERTIES,
-             "systematic": SYSTEMATICS, "phenomenon": PHENOMENA}
+_LEXICONS = {
+    "molecule": MOLECULES,
+    "instrument": INSTRUMENTS,
+    "method": METHODS,
+    "property": PROPERTIES,
+    "systematic": SYSTEMATICS,
+    "phenomenon": PHENOMENA,
+}
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9+\-/.]*[A-Za-z0-9+]|[A-Za-z0-9]")
 _MAX_GRAM = 4
 
@@ -245,7 +506,7 @@ def scan_terms(text: str) -> dict[str, list[str]]:
             i += 1
             continue
         for n in range(min(_MAX_GRAM, len(tokens) - i), 0, -1):
-            gram = " ".join(tokens[i:i + n])
+            gram = " ".join(tokens[i : i + n])
             hit = exact.get(gram) or folded.get(gram.lower())
             if hit:
                 kind, canon = hit
@@ -277,7 +538,7 @@ def find_quantities(text: str) -> list[dict]:
     for match in _QUANTITY.finditer(text):
         if not (match.group("err") or match.group("unit")):
             continue
-        window = text[max(0, match.start() - 60): match.start()]
+        window = text[max(0, match.start() - 60) : match.start()]
         props = find_terms(window, "property")
         if not props:
             continue
@@ -285,9 +546,15 @@ def find_quantities(text: str) -> list[dict]:
             value = float(re.sub(r"\s?[x×]\s?10(-?\d+)", r"e\1", match.group("value")))
         except ValueError:
             continue
-        found.append({"property": props[-1], "value": value,
-                      "err": float(match.group("err")) if match.group("err") else None,
-                      "unit": match.group("unit") or "", "text": match.group(0).strip()})
+        found.append(
+            {
+                "property": props[-1],
+                "value": value,
+                "err": float(match.group("err")) if match.group("err") else None,
+                "unit": match.group("unit") or "",
+                "text": match.group(0).strip(),
+            }
+        )
     return found
 
 
@@ -310,9 +577,15 @@ def detect(text: str, objects: bool = True) -> Detected:
     detector, the slow part, for texts known to name none."""
     terms = scan_terms(text)
     found = tuple(o for o in find_objects(text) if _plausible_object(o)) if objects else ()
-    return Detected(objects=found, molecules=tuple(terms["molecule"]), instruments=tuple(terms["instrument"]),
-                    methods=tuple(terms["method"]), properties=tuple(terms["property"]),
-                    systematics=tuple(terms["systematic"]), phenomena=tuple(terms["phenomenon"]))
+    return Detected(
+        objects=found,
+        molecules=tuple(terms["molecule"]),
+        instruments=tuple(terms["instrument"]),
+        methods=tuple(terms["method"]),
+        properties=tuple(terms["property"]),
+        systematics=tuple(terms["systematic"]),
+        phenomena=tuple(terms["phenomenon"]),
+    )
 
 
 def _plausible_object(name: str) -> bool:
@@ -415,11 +688,17 @@ def analyse_sentence(paper_id: str, index: int, text: str, objects: tuple[str, .
         mine = tuple(o for o in objects if _squash(o) in squashed)
         detected = replace(detect(text, objects=False), objects=mine)
     return Claim(
-        paper_id=paper_id, index=index, text=text, detected=detected,
+        paper_id=paper_id,
+        index=index,
+        text=text,
+        detected=detected,
         quantities=tuple(tuple(sorted(q.items())) for q in find_quantities(text)) if _DIGIT.search(text) else (),
-        result=bool(RESULT_CUE.search(low)), negative=bool(NEGATIVE_CUE.search(low)),
-        tension=bool(TENSION_CUE.search(low)), method_issue=bool(METHOD_CUE.search(low)),
-        qualify=bool(QUALIFY_CUE.search(low)), single_dataset=bool(SINGLE_DATASET_CUE.search(low)),
+        result=bool(RESULT_CUE.search(low)),
+        negative=bool(NEGATIVE_CUE.search(low)),
+        tension=bool(TENSION_CUE.search(low)),
+        method_issue=bool(METHOD_CUE.search(low)),
+        qualify=bool(QUALIFY_CUE.search(low)),
+        single_dataset=bool(SINGLE_DATASET_CUE.search(low)),
     )
 
 
@@ -439,11 +718,18 @@ def extract_claims(record: CorpusRecord) -> PaperClaims:
             seen.update(dict.fromkeys(getattr(claim.detected, kind)))
         return tuple(seen)
 
-    whole = Detected(objects=objects, molecules=union("molecules"), instruments=union("instruments"),
-                     methods=union("methods"), properties=union("properties"), systematics=union("systematics"),
-                     phenomena=union("phenomena"))
-    return PaperClaims(record=record, sentences=sentences, claims=claims, detected=whole,
-                       title_objects=title_found.objects)
+    whole = Detected(
+        objects=objects,
+        molecules=union("molecules"),
+        instruments=union("instruments"),
+        methods=union("methods"),
+        properties=union("properties"),
+        systematics=union("systematics"),
+        phenomena=union("phenomena"),
+    )
+    return PaperClaims(
+        record=record, sentences=sentences, claims=claims, detected=whole, title_objects=title_found.objects
+    )
 
 
 def main_claim(paper: PaperClaims) -> str | None:
@@ -468,7 +754,9 @@ _LEAD_IN = re.compile(
 )
 
 
-_SECTION = re.compile(r"^(?:(?:results?|conclusions?|methods?|aims?|context|background|findings|summary)\s*[:.]\s*)+", re.I)
+_SECTION = re.compile(
+    r"^(?:(?:results?|conclusions?|methods?|aims?|context|background|findings|summary)\s*[:.]\s*)+", re.I
+)
 
 
 _NOT_DECLARATIVE = re.compile(r"^(?:how|whether|what|why|which|to|by|using|in order|from|for|with|if)\b", re.I)
@@ -491,7 +779,11 @@ def claim_clause(sentence: str, max_chars: int = 220) -> str:
         cut = max(text.rfind(sep, 0, max_chars) for sep in (", ", "; ", " and ", " which ", " while ", " -- "))
         text = text[:cut] if cut > max_chars // 3 else text[:max_chars].rsplit(" ", 1)[0]
         text = text.rstrip(" ,;:-")
-    if text and text[0].isupper() and not (len(text) > 1 and (text[1].isupper() or text[1].isdigit() or text[1] in "-/")):
+    if (
+        text
+        and text[0].isupper()
+        and not (len(text) > 1 and (text[1].isupper() or text[1].isdigit() or text[1] in "-/"))
+    ):
         text = text[0].lower() + text[1:]
     return text
 
@@ -521,7 +813,7 @@ def analyse_corpus(past, progress: bool = False) -> list[PaperClaims]:
         except Exception:  # noqa: BLE001 - a stale or broken cache is rebuilt
             papers = None
     if papers is None:
-        from ..fileio import atomic_writer
+        from backtest.core.fileio import atomic_writer
 
         records = sorted(past.records(), key=lambda r: (r.published, r.id))
         papers = [extract_claims(r) for r in records]

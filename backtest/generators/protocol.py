@@ -17,16 +17,16 @@ not the wall clock by default (see :func:`resolve_generated_at`).
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
-from ..corpus.store import PastCorpus
-from ..errors import BadInput
-from ..fileio import write_json, write_jsonl
-from ..records import Instance, Question, SubmissionMetadata
+from backtest.core.errors import BadInput
+from backtest.core.fileio import write_json, write_jsonl
+from backtest.core.records import Instance, Question, SubmissionMetadata
+from backtest.core.registry import Registry
+from backtest.corpus.store import PastCorpus
 
 MAX_QUESTION_CHARS = 400  # our own limit, below any sensible clarity-gate limit
 
@@ -93,37 +93,33 @@ class Generator(Protocol):
         ...
 
 
-# Name -> "module:Class". Modules are imported on first use, so the registry is cheap.
-_REGISTRY: dict[str, str] = {
-    "random_claims": "backtest.generators.random_claims:RandomClaims",
-    "citation_leaders": "backtest.generators.citation_leaders:CitationLeaders",
-    "review_future_work": "backtest.generators.review_future_work:ReviewFutureWork",
-    "direct_llm": "backtest.generators.direct_llm:DirectLLM",
-    "evidence_graph": "backtest.generators.evidence_graph:EvidenceGraph",
-}
+# Name -> "module:Class", imported on first use. Plugins: entry-point group ``backtest.generators``.
+GENERATORS: Registry[Callable[..., Generator]] = Registry(
+    "generator",
+    "generators",
+    {
+        "random_claims": "backtest.generators.random_claims:RandomClaims",
+        "citation_leaders": "backtest.generators.citation_leaders:CitationLeaders",
+        "review_future_work": "backtest.generators.review_future_work:ReviewFutureWork",
+        "direct_llm": "backtest.generators.direct_llm:DirectLLM",
+        "evidence_graph": "backtest.generators.evidence_graph:EvidenceGraph",
+    },
+)
 
 
 def register_generator(name: str, target: str, replace: bool = False) -> None:
     """Register ``target`` (``"package.module:Class"``) under ``name``."""
-    if name in _REGISTRY and not replace:
-        raise ValueError(f"generator {name!r} is already registered")
-    _REGISTRY[name] = target
+    GENERATORS.add(name, target, replace=replace)
 
 
 def available_generators() -> list[str]:
     """Names of the registered generators, sorted."""
-    return sorted(_REGISTRY)
+    return GENERATORS.names()
 
 
 def get_generator(name: str, **options: Any) -> Generator:
     """Instantiate the generator registered as ``name`` with ``options``."""
-    try:
-        target = _REGISTRY[name]
-    except KeyError:
-        raise BadInput(f"unknown generator {name!r}; known: {', '.join(available_generators())}") from None
-    module_name, _, class_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    return cls(**options)
+    return GENERATORS.get(name)(**options)
 
 
 # --------------------------------------------------------------------------- output
@@ -152,7 +148,7 @@ def resolve_generated_at(value: str | None, cutoff: dt.date) -> str:
         return min(cutoff, now.date()).isoformat()
     if value == "now":
         return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    from ..records import parse_timestamp
+    from backtest.core.records import parse_timestamp
 
     try:
         stamp = parse_timestamp(value)
@@ -171,9 +167,13 @@ def clean_question(text: str) -> str:
     return text + "?"
 
 
-def build_submission(result: GenerationResult, ctx: GenerationContext, system_name: str,
-                     generated_at: str, generated_at_meaning: str = GENERATED_AT_MEANING
-                     ) -> tuple[list[Question], SubmissionMetadata]:
+def build_submission(
+    result: GenerationResult,
+    ctx: GenerationContext,
+    system_name: str,
+    generated_at: str,
+    generated_at_meaning: str = GENERATED_AT_MEANING,
+) -> tuple[list[Question], SubmissionMetadata]:
     """Number the drafts (``q_001``...), stamp the shared fields, and validate both records."""
     questions = []
     for rank, draft in enumerate(result.drafts[: ctx.n], start=1):
@@ -197,21 +197,23 @@ def build_submission(result: GenerationResult, ctx: GenerationContext, system_na
                 data[key] = value
         data.update(draft.extra)
         questions.append(Question.model_validate(data))
-    metadata = SubmissionMetadata.model_validate({
-        "system_name": system_name,
-        "description": result.description,
-        "repository": "backtest (this repository), backtest/generators",
-        "cutoff_date": ctx.cutoff.isoformat(),
-        "domain": ctx.domain,
-        "n_questions": len(questions),
-        "frozen": True,
-        "llm_components": result.llm_components or None,
-        "instance_id": ctx.instance.instance_id,
-        "instance_seal": ctx.instance.seal,
-        "seed": ctx.seed,
-        "generated_at_meaning": generated_at_meaning,
-        "generator_options": {k: v for k, v in sorted(ctx.options.items()) if v is not None},
-    })
+    metadata = SubmissionMetadata.model_validate(
+        {
+            "system_name": system_name,
+            "description": result.description,
+            "repository": "backtest (this repository), backtest/generators",
+            "cutoff_date": ctx.cutoff.isoformat(),
+            "domain": ctx.domain,
+            "n_questions": len(questions),
+            "frozen": True,
+            "llm_components": result.llm_components or None,
+            "instance_id": ctx.instance.instance_id,
+            "instance_seal": ctx.instance.seal,
+            "seed": ctx.seed,
+            "generated_at_meaning": generated_at_meaning,
+            "generator_options": {k: v for k, v in sorted(ctx.options.items()) if v is not None},
+        }
+    )
     return questions, metadata
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import random
 
-from ..records import CorpusRecord
-from .extract import is_declarative, claim_clause, extract_claims, main_claim
-from .protocol import Draft, GenerationContext, GenerationResult
-from .select import select_diverse
+from backtest.core.records import CorpusRecord
+from backtest.generators.extract import claim_clause, extract_claims, is_declarative, main_claim
+from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
+from backtest.generators.select import select_diverse
 
 TEMPLATES = (
     "Does the finding that {clause} hold up when tested with independent data and alternative analysis choices?",
@@ -57,14 +57,22 @@ class RandomClaims:
                 continue
             template = TEMPLATES[rng.randrange(len(TEMPLATES))]
             objects = [o for o in paper.detected.objects if o in set(_claim_objects(paper, claim))]
-            drafts.append(Draft(question=template.format(clause=clause), source_evidence_ids=[paper.record.id],
-                                objects=objects or None, signal_type="robustness_check",
-                                premise=claim))
+            drafts.append(
+                Draft(
+                    question=template.format(clause=clause),
+                    source_evidence_ids=[paper.record.id],
+                    objects=objects or None,
+                    signal_type="robustness_check",
+                    premise=claim,
+                )
+            )
         chosen = select_diverse(drafts, ctx.n)
         return GenerationResult(
             drafts=chosen,
-            description=("Chance floor: seeded random past papers; each paper's first result sentence is turned into one "
-                         "robustness question from a small set of neutral templates."),
+            description=(
+                "Chance floor: seeded random past papers; each paper's first result sentence is turned into one "
+                "robustness question from a small set of neutral templates."
+            ),
         )
 
 

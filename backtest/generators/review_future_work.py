@@ -25,42 +25,67 @@ from __future__ import annotations
 
 import re
 
-from ..objects import find_objects
-from .extract import detex, scan_terms, split_sentences
-from .protocol import Draft, GenerationContext, GenerationResult
-from .random_claims import seeded_past
-from .select import select_diverse
+from backtest.generators.extract import detex, scan_terms, split_sentences
+from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
+from backtest.generators.random_claims import seeded_past
+from backtest.generators.select import select_diverse
+from backtest.text.objects import find_objects
 
-_UNCLEAR = (r"(?:(?:remains?|is|are|was|were|has been|have been)\s+(?:still\s+|largely\s+|currently\s+|as yet\s+|however\s+)?"
-            r"(?:unclear|unknown|uncertain|debated|unresolved|unexplained|elusive|not (?:well |fully |yet )?understood|"
-            r"poorly (?:understood|constrained|known)|an open (?:question|issue|problem)|a matter of debate|a mystery|"
-            r"not (?:yet )?(?:established|known|clear|settled)|not well constrained|lacking|missing)"
-            r"|(?:remains?|remain) to be (?:seen|determined|understood|explored|established|tested|investigated))")
+_UNCLEAR = (
+    r"(?:(?:remains?|is|are|was|were|has been|have been)\s+(?:still\s+|largely\s+|currently\s+|as yet\s+|however\s+)?"
+    r"(?:unclear|unknown|uncertain|debated|unresolved|unexplained|elusive|not (?:well |fully |yet )?understood|"
+    r"poorly (?:understood|constrained|known)|an open (?:question|issue|problem)|a matter of debate|a mystery|"
+    r"not (?:yet )?(?:established|known|clear|settled)|not well constrained|lacking|missing)"
+    r"|(?:remains?|remain) to be (?:seen|determined|understood|explored|established|tested|investigated))"
+)
 CUES = [
     (3, re.compile(r"\b(?:open|outstanding|key|unanswered|unsolved) (?:question|problem|issue)s?\b", re.I)),
     (2, re.compile(r"\b" + _UNCLEAR + r"\b", re.I)),
     (2, re.compile(r"\blittle is known\b|\bnot yet been (?:explored|studied|tested|measured)\b", re.I)),
-    (1, re.compile(r"\b(?:future|further|additional|follow-up|dedicated|deeper|more) (?:work|studies|observations|"
-                   r"investigations?|data|measurements|modell?ing|missions?|surveys?)\b.{0,60}\b(?:needed|required|necessary|"
-                   r"will|should|could|can|may)\b", re.I)),
+    (
+        1,
+        re.compile(
+            r"\b(?:future|further|additional|follow-up|dedicated|deeper|more) (?:work|studies|observations|"
+            r"investigations?|data|measurements|modell?ing|missions?|surveys?)\b.{0,60}\b(?:needed|required|necessary|"
+            r"will|should|could|can|may)\b",
+            re.I,
+        ),
+    ),
     (1, re.compile(r"\b(?:will|would) (?:allow|enable|help|make it possible|be able)\b", re.I)),
 ]
 
 _WHETHER = re.compile(r"\bwhether\s+(?P<x>[^,;]{15,200}?)\s+" + _UNCLEAR, re.I)
-_WHETHER_ANY = re.compile(r"\b(?:unclear|unknown|uncertain|not known|open question|debated)\s+(?:is\s+)?whether\s+(?P<x>.{15,200})$", re.I)
-_ORIGIN = re.compile(r"\b(?:the\s+)?(?P<what>origin|nature|source|mechanism|cause|physical origin|formation mechanism|driver|role)s?\s+of\s+"
-                     r"(?P<x>.{5,150}?)\s+" + _UNCLEAR, re.I)
+_WHETHER_ANY = re.compile(
+    r"\b(?:unclear|unknown|uncertain|not known|open question|debated)\s+(?:is\s+)?whether\s+(?P<x>.{15,200})$", re.I
+)
+_ORIGIN = re.compile(
+    r"\b(?:the\s+)?(?P<what>origin|nature|source|mechanism|cause|physical origin|formation mechanism|driver|role)s?\s+of\s+"
+    r"(?P<x>.{5,150}?)\s+" + _UNCLEAR,
+    re.I,
+)
 _HOW = re.compile(r"\b(?P<wh>how|why|what|when|where)\s+(?P<x>.{10,180}?)\s+" + _UNCLEAR, re.I)
-_NEEDED = re.compile(r"\b(?:further|future|additional|more|dedicated|follow-up)\s+(?P<who>[a-z\- ]{3,60}?)\s+(?:are|is|will be|would be)\s+"
-                     r"(?:needed|required|necessary)\s+to\s+(?P<x>.{10,200})$", re.I)
-_ALLOW = re.compile(r"\b(?P<subj>(?:future|upcoming|next-generation|forthcoming|planned)\s[^,;]{3,80}?)\s+(?:will|would|should|could)\s+"
-                    r"(?:(?:allow|enable)\s+(?:us\s+|one\s+)?to|help(?:\s+to)?)\s+(?P<x>[a-z].{10,200})$", re.I)
-_SUBJECT = re.compile(r"^(?:however|but|thus|yet|still|moreover|nevertheless|nonetheless|therefore|although[^,]*),\s*", re.I)
-_OPEN_QUESTION = re.compile(r"(?P<q>(?:how|why|what|which|whether|is|are|do|does|can|could|will|when|where)\s[^?]{15,300}\?)", re.I)
+_NEEDED = re.compile(
+    r"\b(?:further|future|additional|more|dedicated|follow-up)\s+(?P<who>[a-z\- ]{3,60}?)\s+(?:are|is|will be|would be)\s+"
+    r"(?:needed|required|necessary)\s+to\s+(?P<x>.{10,200})$",
+    re.I,
+)
+_ALLOW = re.compile(
+    r"\b(?P<subj>(?:future|upcoming|next-generation|forthcoming|planned)\s[^,;]{3,80}?)\s+(?:will|would|should|could)\s+"
+    r"(?:(?:allow|enable)\s+(?:us\s+|one\s+)?to|help(?:\s+to)?)\s+(?P<x>[a-z].{10,200})$",
+    re.I,
+)
+_SUBJECT = re.compile(
+    r"^(?:however|but|thus|yet|still|moreover|nevertheless|nonetheless|therefore|although[^,]*),\s*", re.I
+)
+_OPEN_QUESTION = re.compile(
+    r"(?P<q>(?:how|why|what|which|whether|is|are|do|does|can|could|will|when|where)\s[^?]{15,300}\?)", re.I
+)
 
 
 _TRAILING_CLAUSE = re.compile(r",\s*(?:though|although|but|yet|while|whereas|and how|and why|which)\b.*$", re.I)
-_LEADING_CLAUSE = re.compile(r"^(?:despite|while|although|though|in this context|given|considering|since|as)\b[^,]{0,150},\s*", re.I)
+_LEADING_CLAUSE = re.compile(
+    r"^(?:despite|while|although|though|in this context|given|considering|since|as)\b[^,]{0,150},\s*", re.I
+)
 _PRONOUN_END = re.compile(r"\b(?:it|this|that|they|these|those|them|its)$", re.I)
 
 
@@ -110,8 +135,13 @@ def _rewrite(sentence: str) -> str | None:
     m = re.search(r"^(?P<x>.{15,200}?)\s+" + _UNCLEAR, s, re.I)
     if m:
         x = _tidy(m.group("x"))
-        if (not x or re.match(r"^(?:it|this|there|their|its|these|those|such|our|the complete)\b", x, re.I)
-                or re.search(r"\b(?:is|are|was|were|has|have|had|we|can|will|suggests?|impl(?:y|ies)|indicates?|due to)\b", x)):
+        if (
+            not x
+            or re.match(r"^(?:it|this|there|their|its|these|those|such|our|the complete)\b", x, re.I)
+            or re.search(
+                r"\b(?:is|are|was|were|has|have|had|we|can|will|suggests?|impl(?:y|ies)|indicates?|due to)\b", x
+            )
+        ):
             return None
         return f"Has subsequent work clarified {x[0].lower() + x[1:] if not x[:2].isupper() and not x[1:2].isdigit() else x}?"
     return None
@@ -150,15 +180,25 @@ class ReviewFutureWork:
                 found.append(((strength, specificity), question, objects, sentence))
             found.sort(key=lambda f: (-f[0][0], -f[0][1]))
             for k, ((strength, specificity), question, objects, sentence) in enumerate(found[:MAX_PER_PAPER]):
-                candidates.append(((k, -strength, -specificity, -record.published.toordinal(), tiebreak[i]),
-                                   Draft(question=question, source_evidence_ids=[record.id], objects=objects or None,
-                                         signal_type="community_open_question" if strength >= 2 else "community_future_work",
-                                         premise=sentence)))
+                candidates.append(
+                    (
+                        (k, -strength, -specificity, -record.published.toordinal(), tiebreak[i]),
+                        Draft(
+                            question=question,
+                            source_evidence_ids=[record.id],
+                            objects=objects or None,
+                            signal_type="community_open_question" if strength >= 2 else "community_future_work",
+                            premise=sentence,
+                        ),
+                    )
+                )
         candidates.sort(key=lambda c: c[0])
         chosen = select_diverse([d for _, d in candidates], ctx.n)
         return GenerationResult(
             drafts=chosen,
-            description=("Community-posed questions: open-question and future-work sentences mined from past abstracts "
-                         "with cue phrases, rewritten as questions in the authors' words, each citing its source."),
+            description=(
+                "Community-posed questions: open-question and future-work sentences mined from past abstracts "
+                "with cue phrases, rewritten as questions in the authors' words, each citing its source."
+            ),
             notes={"candidates": len(candidates)},
         )

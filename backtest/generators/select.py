@@ -2,7 +2,7 @@
 
 Freeze calls two questions near-duplicates when their TF-IDF cosine (fitted on the
 submitted set) is >= 0.25 AND their sentence-embedding cosine is >= 0.77
-(:mod:`backtest.equivalence`). :func:`select_diverse` keeps the TF-IDF cosine of
+(:mod:`backtest.text.equivalence`). :func:`select_diverse` keeps the TF-IDF cosine of
 every kept pair below the TF-IDF threshold, which is sufficient for "no
 near-duplicates" whatever the embeddings say, and needs no model weights:
 
@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..equivalence import TfidfRule
-from .protocol import Draft
+from backtest.generators.protocol import Draft
+from backtest.text.equivalence import TfidfRule
 
 TFIDF_THRESHOLD = 0.25
 EMBEDDING_THRESHOLD = 0.77
@@ -32,8 +32,8 @@ class _Embeddings:
     ``cache_dir`` keyed by the model fingerprint and the sha256 of the texts."""
 
     def __init__(self, texts: Sequence[str], cache_dir=None):
-        from ..embed import DEFAULT_MODEL, cached_embeddings, embed_texts, model_fingerprint
-        from ..seal import sha256_json
+        from backtest.core.seal import sha256_json
+        from backtest.text.embed import DEFAULT_MODEL, cached_embeddings, embed_texts, model_fingerprint
 
         if cache_dir is not None:
             key = sha256_json({"model": model_fingerprint(DEFAULT_MODEL), "texts": list(texts)})
@@ -45,10 +45,16 @@ class _Embeddings:
         return self.vectors[list(others)] @ self.vectors[i]
 
 
-def select_diverse(ranked: Sequence[Draft], n: int, threshold: float = TFIDF_THRESHOLD,
-                   accept: Callable[[Draft, list[Draft]], bool] | None = None, embedding: bool = False,
-                   embedding_threshold: float = EMBEDDING_THRESHOLD, margin: float = 0.03,
-                   cache_dir=None) -> list[Draft]:
+def select_diverse(
+    ranked: Sequence[Draft],
+    n: int,
+    threshold: float = TFIDF_THRESHOLD,
+    accept: Callable[[Draft, list[Draft]], bool] | None = None,
+    embedding: bool = False,
+    embedding_threshold: float = EMBEDDING_THRESHOLD,
+    margin: float = 0.03,
+    cache_dir=None,
+) -> list[Draft]:
     """The first ``n`` drafts of ``ranked`` (best first) with no near-duplicate pair.
 
     Without ``embedding`` a pair counts as too close when its TF-IDF cosine reaches
@@ -67,8 +73,9 @@ def select_diverse(ranked: Sequence[Draft], n: int, threshold: float = TFIDF_THR
     rejected: set[int] = set()
     start = 0
     while True:
-        kept_idx, start = _greedy(ranked, pool, n, threshold, kept_idx, rejected, start, accept, emb,
-                                  embedding_threshold - margin)
+        kept_idx, start = _greedy(
+            ranked, pool, n, threshold, kept_idx, rejected, start, accept, emb, embedding_threshold - margin
+        )
         sims = rule.similarity_matrix([texts[i] for i in kept_idx])
         np.fill_diagonal(sims, 0.0)
         bad = set()
@@ -88,7 +95,7 @@ def _greedy(ranked, pool, n, threshold, kept_idx, rejected, start, accept, emb, 
         if i not in rejected and i not in kept:
             ok = accept is None or accept(ranked[i], [ranked[k] for k in kept])
             if ok and kept:
-                sims = (pool[kept] @ pool[i].T)
+                sims = pool[kept] @ pool[i].T
                 sims = sims.toarray().ravel() if hasattr(sims, "toarray") else np.asarray(sims).ravel()
                 close = [kept[k] for k in np.nonzero(sims >= threshold)[0]]
                 if close:

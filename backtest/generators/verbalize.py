@@ -12,13 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .llm import clean_llm_question, component, llm_client, llm_settings
-from .protocol import Draft, GenerationContext
+from backtest.generators.llm import clean_llm_question, component, llm_client, llm_settings
+from backtest.generators.protocol import Draft, GenerationContext
 
-SCHEMA = {"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"],
-          "additionalProperties": False}
-SYSTEM = ("You turn a documented tension between two papers into one neutral, falsifiable research question. "
-          "Do not presume the answer, do not lead. Answer with JSON only.")
+SCHEMA = {
+    "type": "object",
+    "properties": {"question": {"type": "string"}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
+SYSTEM = (
+    "You turn a documented tension between two papers into one neutral, falsifiable research question. "
+    "Do not presume the answer, do not lead. Answer with JSON only."
+)
 PROMPT = (
     "Tension type: {kind}\nSubject: {subject}\nTopic: {topic}\n"
     "Earlier paper ({a_id}) says: {a}\nLater paper ({b_id}) says: {b}\n"
@@ -29,7 +35,7 @@ PROMPT = (
 
 def verbalize_with_llm(drafts: list[Draft], ctx: GenerationContext) -> tuple[list[Draft], list[dict[str, Any]]]:
     """Rephrase each draft's tension with the configured LLM; return the drafts and llm_components."""
-    from ..llm_client import ChatRequest
+    from backtest.llm.client import ChatRequest
 
     settings = llm_settings(ctx.options, "evidence_graph --verbalizer llm", max_tokens=200, seed=ctx.seed)
     client = llm_client(settings, ctx.cache_dir)
@@ -37,11 +43,22 @@ def verbalize_with_llm(drafts: list[Draft], ctx: GenerationContext) -> tuple[lis
     for d in drafts:
         t = d.extra["tension"]
         a, b = (d.premise or " / ").split(" / ", 1)
-        prompt = PROMPT.format(kind=d.signal_type, subject=t["subject"], topic=t["topic"],
-                               a_id=d.source_evidence_ids[0], b_id=d.source_evidence_ids[-1],
-                               a=a.split(": ", 1)[-1], b=b.split(": ", 1)[-1])
-        requests_.append(ChatRequest(messages=({"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}),
-                                     schema=SCHEMA, schema_name="question"))
+        prompt = PROMPT.format(
+            kind=d.signal_type,
+            subject=t["subject"],
+            topic=t["topic"],
+            a_id=d.source_evidence_ids[0],
+            b_id=d.source_evidence_ids[-1],
+            a=a.split(": ", 1)[-1],
+            b=b.split(": ", 1)[-1],
+        )
+        requests_.append(
+            ChatRequest(
+                messages=({"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}),
+                schema=SCHEMA,
+                schema_name="question",
+            )
+        )
     try:
         answers = client.chat_many(requests_)
     finally:

@@ -2,7 +2,7 @@
 
 ``import_sqb(release_dir, out_dir)`` writes, under ``out_dir`` (a workspace root):
 
-* ``manifests/instances/<instance>.json`` — one sealed :class:`~backtest.records.Instance`
+* ``manifests/instances/<instance>.json`` — one sealed :class:`~backtest.core.records.Instance`
   per release instance (``sqb-astronomy-v1L``, ``sqb-astronomy-v1``,
   ``sqb-prospective-2026``). The corpus "seals" there are sha256 digests of the
   release's manifest *files*: the ADS corpora themselves are not redistributed, so no
@@ -10,17 +10,17 @@
 * ``frozen/<instance>/<system>/v1/`` — ``questions.jsonl`` copied byte for byte (so the
   release's own checksums still verify), ``metadata.json`` (the release's when it has
   one, else a described placeholder), ``FROZEN.json`` (a sealed
-  :class:`~backtest.records.FrozenSet`). Gates are recorded honestly: ``schema`` and
+  :class:`~backtest.core.records.FrozenSet`). Gates are recorded honestly: ``schema`` and
   ``cutoff`` are checked, ``evidence`` is **skipped** (the ADS past corpus is not held),
   ``release_checksums`` checks ``SHA256SUMS`` where the release ships one. A line per
   set is appended to ``frozen/LEDGER.jsonl`` (kind ``import``).
 * ``results/<instance>/<system>/<run_id>/`` for every labelled set — ``judgments.jsonl``
-  (:class:`~backtest.records.Judgment`, provenance ``judge`` with the judge model and
+  (:class:`~backtest.core.records.Judgment`, provenance ``judge`` with the judge model and
   protocol named in the file, or ``adjudicated`` for the v1 pilot, whose labels are the
   human-adjudicated ones; ``bibcode`` becomes ``id``), ``retrieval.jsonl``
-  (:class:`~backtest.records.Retrieval`; the release has **no document text**, so titles
+  (:class:`~backtest.core.records.Retrieval`; the release has **no document text**, so titles
   and abstracts are empty and ``text_available`` is false), ``metrics.json`` (ours, from
-  :func:`backtest.metrics.compute_metrics`, plus the release's file and a field-by-field
+  :func:`backtest.scoring.metrics.compute_metrics`, plus the release's file and a field-by-field
   match of our release-convention variant), ``RUN.json``.
 * ``labels/sqb-annotation/annotator_<N>.jsonl`` — the blinded human annotation decoded
   with ``decode.json`` (:func:`import_annotation`), one rater file per annotator.
@@ -38,11 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput
-from ..fileio import iter_jsonl, read_json, write_json, write_jsonl, atomic_write_bytes
-from ..ledger import append_entry, find_entry, read_ledger
-from ..metrics import compute_metrics
-from ..records import (
+from backtest.core.errors import BadInput
+from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json, write_json, write_jsonl
+from backtest.core.records import (
     ENGAGED_OUTCOMES,
     OUTCOMES,
     PREMISE_STATUSES,
@@ -55,15 +53,21 @@ from ..records import (
     SubmissionMetadata,
     parse_record,
 )
-from ..seal import sha256_bytes, sha256_file, with_seal
-from ..sums import verify_sums
-from ..workspace import Workspace
+from backtest.core.seal import sha256_bytes, sha256_file, with_seal
+from backtest.core.sums import verify_sums
+from backtest.core.workspace import Workspace
+from backtest.scoring.metrics import compute_metrics
+from backtest.submit.ledger import append_entry, find_entry, read_ledger
 
 RUN_ID = "sqb-release"
-NO_TEXT_NOTE = ("the reference release does not redistribute the ADS corpus: retrieval records carry ids, "
-                "ranks and scores only, no title or abstract text")
-EVIDENCE_SKIP = ("the release's past corpus (NASA ADS records) is not held here, so membership and dating of "
-                 "source_evidence_ids cannot be checked")
+NO_TEXT_NOTE = (
+    "the reference release does not redistribute the ADS corpus: retrieval records carry ids, "
+    "ranks and scores only, no title or abstract text"
+)
+EVIDENCE_SKIP = (
+    "the release's past corpus (NASA ADS records) is not held here, so membership and dating of "
+    "source_evidence_ids cannot be checked"
+)
 # decode.json names the v1 pilot system "evidence_graph"; its frozen set is evidence_graph_v1.
 ANNOTATION_SYSTEM_ALIASES = {"evidence_graph": "evidence_graph_v1"}
 
@@ -98,29 +102,65 @@ class SetSpec:
 
 
 INSTANCES = [
-    InstanceSpec("sqb-astronomy-v1L", "2020-12-31", "data/corpus_metadata/corpus_a_large_manifest.json",
-                 "data/corpus_metadata/corpus_b_large_manifest.json", ("2015-01-01", "2020-12-31"),
-                 ("2021-01-01", "2026-07-01")),
-    InstanceSpec("sqb-astronomy-v1", "2020-12-31", "data/corpus_metadata/corpus_a_manifest.json",
-                 "data/corpus_metadata/corpus_b_manifest.json", ("2015-01-01", "2020-12-31"),
-                 ("2021-01-01", "2026-07-01")),
-    InstanceSpec("sqb-prospective-2026", "2026-08-17", "data/corpus_metadata/prospective_2026_past_manifest.json",
-                 "data/corpus_metadata/prospective_2026_future_manifest.json", ("2015-01-01", "2026-08-17"), None),
+    InstanceSpec(
+        "sqb-astronomy-v1L",
+        "2020-12-31",
+        "data/corpus_metadata/corpus_a_large_manifest.json",
+        "data/corpus_metadata/corpus_b_large_manifest.json",
+        ("2015-01-01", "2020-12-31"),
+        ("2021-01-01", "2026-07-01"),
+    ),
+    InstanceSpec(
+        "sqb-astronomy-v1",
+        "2020-12-31",
+        "data/corpus_metadata/corpus_a_manifest.json",
+        "data/corpus_metadata/corpus_b_manifest.json",
+        ("2015-01-01", "2020-12-31"),
+        ("2021-01-01", "2026-07-01"),
+    ),
+    InstanceSpec(
+        "sqb-prospective-2026",
+        "2026-08-17",
+        "data/corpus_metadata/prospective_2026_past_manifest.json",
+        "data/corpus_metadata/prospective_2026_future_manifest.json",
+        ("2015-01-01", "2026-08-17"),
+        None,
+    ),
 ]
 
 SETS = [
-    *(SetSpec("sqb-astronomy-v1L", name, f"submissions/{name}_L1/questions.jsonl",
-              labels=f"data/annotations/outcomes_{name}_L.jsonl", retrieval=f"data/retrieval/{name}_L_top8.jsonl",
-              release_metrics=f"results/{name}_L/metrics.json")
-      for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")),
-    SetSpec("sqb-astronomy-v1", "evidence_graph_v1", "data/questions/astronomy_questions_v1.jsonl",
-            metadata="submissions/evidence_graph_v1/metadata.json", labels="data/annotations/outcomes_v1.jsonl",
-            retrieval="data/retrieval/astronomy_top8_v1.jsonl", release_metrics="results/astronomy_v1/metrics.json",
-            adjudication="data/annotations/adjudication_v1.jsonl", run_id="sqb-release-adjudicated",
-            provenance="adjudicated"),
-    *(SetSpec("sqb-prospective-2026", name, f"submissions/prospective_2026/{name}/questions.jsonl",
-              sums="submissions/prospective_2026/SHA256SUMS")
-      for name in ("direct_llm", "random_claim", "tension_llm", "tension_template")),
+    *(
+        SetSpec(
+            "sqb-astronomy-v1L",
+            name,
+            f"submissions/{name}_L1/questions.jsonl",
+            labels=f"data/annotations/outcomes_{name}_L.jsonl",
+            retrieval=f"data/retrieval/{name}_L_top8.jsonl",
+            release_metrics=f"results/{name}_L/metrics.json",
+        )
+        for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")
+    ),
+    SetSpec(
+        "sqb-astronomy-v1",
+        "evidence_graph_v1",
+        "data/questions/astronomy_questions_v1.jsonl",
+        metadata="submissions/evidence_graph_v1/metadata.json",
+        labels="data/annotations/outcomes_v1.jsonl",
+        retrieval="data/retrieval/astronomy_top8_v1.jsonl",
+        release_metrics="results/astronomy_v1/metrics.json",
+        adjudication="data/annotations/adjudication_v1.jsonl",
+        run_id="sqb-release-adjudicated",
+        provenance="adjudicated",
+    ),
+    *(
+        SetSpec(
+            "sqb-prospective-2026",
+            name,
+            f"submissions/prospective_2026/{name}/questions.jsonl",
+            sums="submissions/prospective_2026/SHA256SUMS",
+        )
+        for name in ("direct_llm", "random_claim", "tension_llm", "tension_template")
+    ),
 ]
 
 
@@ -136,24 +176,26 @@ def import_sqb(release_dir: str | Path, out_dir: str | Path, annotation: bool = 
     for spec in INSTANCES:
         instances[spec.instance_id] = _write_instance(release, ws, spec)
         summary["instances"].append(spec.instance_id)
-    for spec in SETS:
-        if not (release / spec.questions).is_file():
-            raise BadInput(f"{release / spec.questions}: missing from the release")
-        instance = instances[spec.instance_id]
-        frozen_dir, frozen, questions = _write_frozen(release, ws, spec, instance)
+    for set_spec in SETS:
+        if not (release / set_spec.questions).is_file():
+            raise BadInput(f"{release / set_spec.questions}: missing from the release")
+        instance = instances[set_spec.instance_id]
+        frozen_dir, frozen, questions = _write_frozen(release, ws, set_spec, instance)
         summary["frozen"].append(str(frozen_dir.relative_to(ws.root)))
-        if spec.labels:
-            run_dir = _write_run(release, ws, spec, instance, frozen_dir, frozen, questions)
+        if set_spec.labels:
+            run_dir = _write_run(release, ws, set_spec, instance, frozen_dir, frozen, questions)
             summary["runs"].append(str(run_dir.relative_to(ws.root)))
     if annotation and (release / "annotation" / "decode.json").is_file():
-        summary["labels"] = [str(p.relative_to(ws.root)) for p in import_annotation(release, ws.root / "labels" / "sqb-annotation")]
+        summary["labels"] = [
+            str(p.relative_to(ws.root)) for p in import_annotation(release, ws.root / "labels" / "sqb-annotation")
+        ]
     return summary
 
 
 def import_annotation(release_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """Decode ``annotation/annotator_*_sheet.csv`` with ``decode.json`` into rater files.
 
-    Each output line is a :class:`~backtest.records.Judgment` with provenance ``human``,
+    Each output line is a :class:`~backtest.core.records.Judgment` with provenance ``human``,
     judge name ``annotator_<N>``, plus ``system`` (decoded; ``evidence_graph`` is named
     ``evidence_graph_v1`` like its frozen set, the release's name kept in
     ``release_system``), ``item_id``, ``system_code``, ``confidence`` and ``notes``.
@@ -190,7 +232,9 @@ def import_annotation(release_dir: str | Path, out_dir: str | Path) -> list[Path
                     "release_system": code["system"],
                     "system_code": code.get("system_code"),
                     "item_id": item,
-                    "confidence": int(row["confidence"]) if str(row.get("confidence", "")).strip().isdigit() else row.get("confidence"),
+                    "confidence": int(row["confidence"])
+                    if str(row.get("confidence", "")).strip().isdigit()
+                    else row.get("confidence"),
                     "notes": row.get("notes", ""),
                 }
                 rows.append(parse_record(Judgment, data, f"{sheet}:{lineno}").model_dump(mode="json"))
@@ -219,24 +263,33 @@ def _write_instance(release: Path, ws: Workspace, spec: InstanceSpec) -> Instanc
         "instance_id": spec.instance_id,
         "cutoff": spec.cutoff,
         "domain": "exoplanet_atmospheres",
-        "past": {"corpus_id": past["corpus_id"], "seal": sha256_file(release / spec.past_manifest),
-                 "window": {"start": spec.past_window[0], "end": spec.past_window[1]}},
+        "past": {
+            "corpus_id": past["corpus_id"],
+            "seal": sha256_file(release / spec.past_manifest),
+            "window": {"start": spec.past_window[0], "end": spec.past_window[1]},
+        },
         "future": None,
         "retrieval": {"method": "dense", "model": "text-embedding-3-small", "k": 8},
         "judge": {"name": "sqb-release-llm", "config": None, "config_sha256": None},
     }
     if spec.future_window:
-        data["future"] = {"corpus_id": future["corpus_id"], "seal": sha256_file(release / spec.future_manifest),
-                          "window": {"start": spec.future_window[0], "end": spec.future_window[1]}}
+        data["future"] = {
+            "corpus_id": future["corpus_id"],
+            "seal": sha256_file(release / spec.future_manifest),
+            "window": {"start": spec.future_window[0], "end": spec.future_window[1]},
+        }
     else:
         data["future_declaration"] = future
-    instance = parse_record(Instance, with_seal(parse_record(Instance, data, spec.instance_id).model_dump(mode="json")),
-                            spec.instance_id)
+    instance = parse_record(
+        Instance, with_seal(parse_record(Instance, data, spec.instance_id).model_dump(mode="json")), spec.instance_id
+    )
     _write_once(ws.instance_path(spec.instance_id), instance.model_dump(mode="json"))
     return instance
 
 
-def _write_frozen(release: Path, ws: Workspace, spec: SetSpec, instance: Instance) -> tuple[Path, FrozenSet, list[Question]]:
+def _write_frozen(
+    release: Path, ws: Workspace, spec: SetSpec, instance: Instance
+) -> tuple[Path, FrozenSet, list[Question]]:
     src = release / spec.questions
     raw = src.read_bytes()
     questions = [parse_record(Question, row, f"{src}:{n}") for n, row in iter_jsonl(src)]
@@ -267,15 +320,26 @@ def _write_frozen(release: Path, ws: Workspace, spec: SetSpec, instance: Instanc
 
     gates = [GateResult(name="schema", status="passed", reason=f"{len(questions)} questions parse as records.Question")]
     off = [q.question_id for q in questions if q.cutoff_date != cutoff]
-    gates.append(GateResult(name="cutoff", status="failed" if off else "passed",
-                            reason=f"every question's cutoff_date equals the instance cutoff {cutoff}" if not off
-                            else f"{len(off)} questions name another cutoff",
-                            details=[{"question_id": q} for q in off]))
+    gates.append(
+        GateResult(
+            name="cutoff",
+            status="failed" if off else "passed",
+            reason=f"every question's cutoff_date equals the instance cutoff {cutoff}"
+            if not off
+            else f"{len(off)} questions name another cutoff",
+            details=[{"question_id": q} for q in off],
+        )
+    )
     gates.append(GateResult(name="evidence", status="skipped", reason=EVIDENCE_SKIP))
     if spec.sums:
         report = verify_sums(release / Path(spec.sums).parent, Path(spec.sums).name, extra=False)
-        gates.append(GateResult(name="release_checksums", status="passed" if report.ok else "failed",
-                                reason=f"{spec.sums} verifies" if report.ok else "; ".join(report.problems)[:500]))
+        gates.append(
+            GateResult(
+                name="release_checksums",
+                status="passed" if report.ok else "failed",
+                reason=f"{spec.sums} verifies" if report.ok else "; ".join(report.problems)[:500],
+            )
+        )
     frozen_at = max(q.generated_at for q in questions) if questions else cutoff.isoformat()
     frozen_data = {
         "instance_id": instance.instance_id,
@@ -300,16 +364,27 @@ def _write_frozen(release: Path, ws: Workspace, spec: SetSpec, instance: Instanc
     if problems:
         raise BadInput(f"{ws.ledger}: broken ledger ({problems[0]})")
     if find_entry(entries, rel) is None:
-        append_entry(ws.ledger, {"kind": "import", "instance_id": instance.instance_id, "system": spec.system,
-                                 "version": 1, "path": rel, "frozen_seal": frozen.seal, "frozen_at": frozen_at})
+        append_entry(
+            ws.ledger,
+            {
+                "kind": "import",
+                "instance_id": instance.instance_id,
+                "system": spec.system,
+                "version": 1,
+                "path": rel,
+                "frozen_seal": frozen.seal,
+                "frozen_at": frozen_at,
+            },
+        )
     return folder, frozen, questions
 
 
 # --------------------------------------------------------------------------- runs
 
 
-def judgment_from_release(row: dict[str, Any], where: str, provenance: str = "judge",
-                          adjudication: dict[str, Any] | None = None) -> Judgment:
+def judgment_from_release(
+    row: dict[str, Any], where: str, provenance: str = "judge", adjudication: dict[str, Any] | None = None
+) -> Judgment:
     """Turn one ``outcomes_*.jsonl`` line into a :class:`Judgment`.
 
     ``supporting_bibcodes`` -> ``supporting_ids``; evidence ``bibcode`` -> ``id``;
@@ -326,14 +401,24 @@ def judgment_from_release(row: dict[str, Any], where: str, provenance: str = "ju
         item["id"] = item.pop("bibcode", item.get("id", ""))
         evidence.append(item)
     supporting = list(data.pop("supporting_bibcodes", data.pop("supporting_ids", [])) or [])
-    judge = {"name": "sqb-release-llm", "model": data.pop("judge_model", None), "protocol": data.pop("judge_protocol", None)}
+    judge = {
+        "name": "sqb-release-llm",
+        "model": data.pop("judge_model", None),
+        "protocol": data.pop("judge_protocol", None),
+    }
     review = _label_problems(data["outcome"], data["premise_status"])
     if data["outcome"] in ENGAGED_OUTCOMES and not supporting:
         review.append("engaged outcome without cited evidence")
     if data["outcome"] == "not_addressed" and supporting:
         review.append("not_addressed with citations")
-    record = {**data, "evidence": evidence, "supporting_ids": supporting, "judge": judge,
-              "provenance": provenance, "needs_review": review}
+    record = {
+        **data,
+        "evidence": evidence,
+        "supporting_ids": supporting,
+        "judge": judge,
+        "provenance": provenance,
+        "needs_review": review,
+    }
     if adjudication is not None:
         record["adjudication"] = adjudication
     return parse_record(Judgment, record, where)
@@ -366,8 +451,16 @@ def retrieval_from_release(row: dict[str, Any], where: str, corpus_seal: str) ->
     return parse_record(Retrieval, record, where)
 
 
-def _write_run(release: Path, ws: Workspace, spec: SetSpec, instance: Instance, frozen_dir: Path,
-               frozen: FrozenSet, questions: list[Question]) -> Path:
+def _write_run(
+    release: Path,
+    ws: Workspace,
+    spec: SetSpec,
+    instance: Instance,
+    frozen_dir: Path,
+    frozen: FrozenSet,
+    questions: list[Question],
+) -> Path:
+    assert spec.labels, spec  # only sets with labels have a run
     labels_path = release / spec.labels
     adjudications = {}
     if spec.adjudication:
@@ -394,11 +487,18 @@ def _write_run(release: Path, ws: Workspace, spec: SetSpec, instance: Instance, 
     _write_once(folder / "retrieval.jsonl", [r.model_dump(mode="json") for r in retrieved], jsonl=True)
     metrics = compute_metrics(questions, judged, retrieved, instance.cutoff)
     reference = read_json(release / spec.release_metrics) if spec.release_metrics else None
-    metrics_doc = {"run_id": spec.run_id, "instance_id": instance.instance_id, "system": spec.system, "valid": valid,
-                   **metrics}
+    metrics_doc = {
+        "run_id": spec.run_id,
+        "instance_id": instance.instance_id,
+        "system": spec.system,
+        "valid": valid,
+        **metrics,
+    }
     if reference is not None:
         metrics_doc["reference_metrics"] = reference
-        metrics_doc["reference_match"] = {k: metrics["release"][k] == v for k, v in reference.items() if k in metrics["release"]}
+        metrics_doc["reference_match"] = {
+            k: metrics["release"][k] == v for k, v in reference.items() if k in metrics["release"]
+        }
     _write_once(folder / "metrics.json", metrics_doc)
     judge_models = sorted({j.judge.model for j in judged if j.judge.model})
     protocols = sorted({j.judge.protocol for j in judged if j.judge.protocol})
@@ -411,16 +511,28 @@ def _write_run(release: Path, ws: Workspace, spec: SetSpec, instance: Instance, 
         "system": spec.system,
         "frozen_path": str(frozen_dir.relative_to(ws.root)),
         "frozen_seal": frozen.seal,
-        "retriever": {**(first.retriever if first else {}), "k": first.k if first else None,
-                      "corpus_id": first.corpus_id if first else None, "text_available": False, "note": NO_TEXT_NOTE},
-        "judge": {"name": "sqb-release-llm", "models": judge_models, "protocols": protocols,
-                  "provenance": spec.provenance},
+        "retriever": {
+            **(first.retriever if first else {}),
+            "k": first.k if first else None,
+            "corpus_id": first.corpus_id if first else None,
+            "text_available": False,
+            "note": NO_TEXT_NOTE,
+        },
+        "judge": {
+            "name": "sqb-release-llm",
+            "models": judge_models,
+            "protocols": protocols,
+            "provenance": spec.provenance,
+        },
         "valid": valid,
         "leakage": checks,
         "imported_from": {
             "release": "sqb",
-            "files": {rel: sha256_file(release / rel) for rel in
-                      [spec.questions, spec.labels, spec.retrieval, spec.release_metrics, spec.adjudication] if rel},
+            "files": {
+                rel: sha256_file(release / rel)
+                for rel in [spec.questions, spec.labels, spec.retrieval, spec.release_metrics, spec.adjudication]
+                if rel
+            },
         },
         "n_questions": len(questions),
     }
@@ -428,44 +540,89 @@ def _write_run(release: Path, ws: Workspace, spec: SetSpec, instance: Instance, 
     return folder
 
 
-def _checks(instance: Instance, questions: list[Question], judgments: dict[str, Judgment],
-            retrievals: dict[str, Retrieval], frozen: FrozenSet) -> list[dict[str, Any]]:
+def _checks(
+    instance: Instance,
+    questions: list[Question],
+    judgments: dict[str, Judgment],
+    retrievals: dict[str, Retrieval],
+    frozen: FrozenSet,
+) -> list[dict[str, Any]]:
     """The leakage checks that the release's data allow; the rest are skipped with a reason."""
     cutoff = instance.cutoff
     ids = [q.question_id for q in questions]
     checks = []
 
     def add(name: str, bad: list[str], ok_reason: str, bad_reason: str, skipped: str | None = None) -> None:
-        # the same shape as backtest.leakage.CheckResult.as_dict(), plus "skipped" with its reason
+        # the same shape as backtest.validity.leakage.CheckResult.as_dict(), plus "skipped" with its reason
         if skipped:
-            checks.append({"name": name, "status": "skipped", "summary": skipped, "reason": skipped,
-                           "n_offenders": 0, "offenders": []})
+            checks.append(
+                {
+                    "name": name,
+                    "status": "skipped",
+                    "summary": skipped,
+                    "reason": skipped,
+                    "n_offenders": 0,
+                    "offenders": [],
+                }
+            )
         else:
-            checks.append({"name": name, "status": "failed" if bad else "passed",
-                           "summary": bad_reason if bad else ok_reason, "n_offenders": len(bad),
-                           "offenders": sorted(bad)[:20]})
+            checks.append(
+                {
+                    "name": name,
+                    "status": "failed" if bad else "passed",
+                    "summary": bad_reason if bad else ok_reason,
+                    "n_offenders": len(bad),
+                    "offenders": sorted(bad)[:20],
+                }
+            )
 
-    add("cutoff", [q.question_id for q in questions if q.cutoff_date != cutoff],
-        f"every question's cutoff is {cutoff}", "questions with another cutoff")
+    add(
+        "cutoff",
+        [q.question_id for q in questions if q.cutoff_date != cutoff],
+        f"every question's cutoff is {cutoff}",
+        "questions with another cutoff",
+    )
     add("evidence_in_past", [], "", "", skipped=EVIDENCE_SKIP)
-    add("retrieved_in_future", [], "", "", skipped="the future corpus (ADS) is not held: retrieved documents' dates cannot be checked by day")
+    add(
+        "retrieved_in_future",
+        [],
+        "",
+        "",
+        skipped="the future corpus (ADS) is not held: retrieved documents' dates cannot be checked by day",
+    )
     shown = {q: {d.id for d in r.documents} for q, r in retrievals.items()}
     uncited = [q for q, j in judgments.items() if not set(j.supporting_ids) <= shown.get(q, set())]
-    add("citations_shown", uncited, "every cited id is among that question's retrieved documents",
-        "judge cited documents outside the retrieved list")
+    add(
+        "citations_shown",
+        uncited,
+        "every cited id is among that question's retrieved documents",
+        "judge cited documents outside the retrieved list",
+    )
     align = sorted((set(ids) ^ set(judgments)) | (set(ids) ^ set(retrievals)))
-    add("ids_aligned", align if len(set(ids)) == len(ids) else align + ["duplicate question ids"],
-        "questions, retrieval and judgments name the same ids", "ids missing or extra")
+    add(
+        "ids_aligned",
+        align if len(set(ids)) == len(ids) else align + ["duplicate question ids"],
+        "questions, retrieval and judgments name the same ids",
+        "ids missing or extra",
+    )
     windows = []
     if instance.past.window.end > cutoff:
         windows.append("past window ends after the cutoff")
     if instance.future and instance.future.window.start <= cutoff:
         windows.append("future window starts on or before the cutoff")
-    add("windows", windows, "past window ends on or before the cutoff; future window starts after it",
-        "corpus windows overlap the cutoff")
+    add(
+        "windows",
+        windows,
+        "past window ends on or before the cutoff; future window starts after it",
+        "corpus windows overlap the cutoff",
+    )
     add("corpora_disjoint", [], "", "", skipped="neither corpus is held: record overlap cannot be checked")
-    add("integrity", [] if frozen.seal and frozen.n_questions == len(questions) else ["FROZEN.json"],
-        "the frozen set was sealed from the release's bytes", "frozen set does not match")
+    add(
+        "integrity",
+        [] if frozen.seal and frozen.n_questions == len(questions) else ["FROZEN.json"],
+        "the frozen set was sealed from the release's bytes",
+        "frozen set does not match",
+    )
     return checks
 
 

@@ -6,6 +6,6 @@ TOML file in ``judges/``. Every judge's answer goes through
 :func:`backtest.judge.constraints.check_answer` before it becomes a Judgment.
 """
 
-from .protocol import Judge, JudgeAnswer, get_judge, judge_names, register_judge
+from backtest.judge.protocol import Judge, JudgeAnswer, get_judge, judge_names, register_judge
 
 __all__ = ["Judge", "JudgeAnswer", "get_judge", "judge_names", "register_judge"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..fileio import read_json, write_json
-from ..seal import sha256_json
+from backtest.core.fileio import read_json, write_json
+from backtest.core.seal import sha256_json
 
 NOT_VALIDATED = "judge not validated: no validity card (run `backtest judge validate`)"
 
@@ -41,18 +41,32 @@ def _summary(report: dict[str, Any], set_name: str) -> dict[str, Any]:
         c = fields[field]["consensus"]
         return {"kappa": c["kappa"], "kappa_ci": c["kappa_ci"], "agreement": c["agreement"], "n": c["n"]}
 
-    return {"set": set_name, "items_sha256": report["items"]["sha256"],
-            "labels_sha256": {k: v["sha256"] for k, v in report["labels"].items()}, "evaluation": report["evaluation"],
-            "n": fields["engaged"]["consensus"]["n"], "engaged": pick("engaged"), "outcome": pick("outcome"),
-            "premise_status": pick("premise_status"), "engaged_rate": report["engaged_rate"],
-            "judge_flags": fields["premise_status"]["distribution"]["judge"]["flags"]}
+    return {
+        "set": set_name,
+        "items_sha256": report["items"]["sha256"],
+        "labels_sha256": {k: v["sha256"] for k, v in report["labels"].items()},
+        "evaluation": report["evaluation"],
+        "n": fields["engaged"]["consensus"]["n"],
+        "engaged": pick("engaged"),
+        "outcome": pick("outcome"),
+        "premise_status": pick("premise_status"),
+        "engaged_rate": report["engaged_rate"],
+        "judge_flags": fields["premise_status"]["distribution"]["judge"]["flags"],
+    }
 
 
 def _pair_summary(report: dict[str, Any], set_name: str) -> dict[str, Any]:
     c = report["consensus"]
-    return {"set": set_name, "items_sha256": report["items"]["sha256"],
-            "labels_sha256": {k: v["sha256"] for k, v in report["labels"].items()}, "evaluation": report["evaluation"],
-            "n": c["n_decided"], "agreement": c["agreement"], "ci95": c["ci95"], "judge_ties_on_decided": c["judge_ties_on_decided"]}
+    return {
+        "set": set_name,
+        "items_sha256": report["items"]["sha256"],
+        "labels_sha256": {k: v["sha256"] for k, v in report["labels"].items()},
+        "evaluation": report["evaluation"],
+        "n": c["n_decided"],
+        "agreement": c["agreement"],
+        "ci95": c["ci95"],
+        "judge_ties_on_decided": c["judge_ties_on_decided"],
+    }
 
 
 def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
@@ -60,9 +74,17 @@ def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
     pairwise = report["kind"] == "pairwise-judge-validation"
     info = report["judge"]
     path = card_path(cards_dir, info, pairwise)
-    card = read_json(path) if path.is_file() else {"schema_version": "1", "kind": "validity-card" if not pairwise
-                                                    else "pairwise-validity-card", "fingerprint": fingerprint(info),
-                                                    "judge": info, "validations": []}
+    card = (
+        read_json(path)
+        if path.is_file()
+        else {
+            "schema_version": "1",
+            "kind": "validity-card" if not pairwise else "pairwise-validity-card",
+            "fingerprint": fingerprint(info),
+            "judge": info,
+            "validations": [],
+        }
+    )
     entry = (_pair_summary if pairwise else _summary)(report, set_name)
     card["validations"] = [v for v in card["validations"] if v["items_sha256"] != entry["items_sha256"]] + [entry]
     card["validations"].sort(key=lambda v: v["set"])
@@ -89,20 +111,27 @@ def card_line(card: dict[str, Any] | None) -> str:
     for v in card["validations"]:
         if card.get("kind") == "pairwise-validity-card":
             lo, hi = v["ci95"]
-            parts.append(f"agrees with careful reading on {v['agreement']:.0%} [{lo:.0%}, {hi:.0%}] of {v['n']} decided "
-                         f"pairs ({v['set']}, {v['evaluation']})")
+            parts.append(
+                f"agrees with careful reading on {v['agreement']:.0%} [{lo:.0%}, {hi:.0%}] of {v['n']} decided "
+                f"pairs ({v['set']}, {v['evaluation']})"
+            )
         else:
-            parts.append(f"κ engaged {_ci(v['engaged'])}, outcome {_ci(v['outcome'])} vs careful reading, "
-                         f"n={v['n']} ({v['set']}, {v['evaluation']})")
+            parts.append(
+                f"κ engaged {_ci(v['engaged'])}, outcome {_ci(v['outcome'])} vs careful reading, "
+                f"n={v['n']} ({v['set']}, {v['evaluation']})"
+            )
     return "judge validity: " + "; ".join(parts)
 
 
 def run_validity(ws, judge: dict[str, Any]) -> dict[str, Any]:
     """For a run's RUN.json ``judge`` entry: the card's path (None when there is none) and its one-line summary."""
-    from ..records import JudgeInfo
+    from backtest.core.records import JudgeInfo
 
     info = {k: judge.get(k) for k in JudgeInfo.model_fields}
     path = card_path(ws.judges / "cards", info)
     card = read_json(path) if path.is_file() else None
-    return {"card": ws.relative(path) if card else None, "line": card_line(card),
-            "validations": card["validations"] if card else []}
+    return {
+        "card": ws.relative(path) if card else None,
+        "line": card_line(card),
+        "validations": card["validations"] if card else [],
+    }

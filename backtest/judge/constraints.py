@@ -26,8 +26,8 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-from ..records import ENGAGED_OUTCOMES, OUTCOMES, PREMISE_STATUSES, EvidenceItem, Judgment, JudgeInfo
-from .protocol import JudgeAnswer
+from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, PREMISE_STATUSES, EvidenceItem, JudgeInfo, Judgment
+from backtest.judge.protocol import JudgeAnswer
 
 
 def parse_answer(answer: dict[str, Any] | JudgeAnswer) -> JudgeAnswer:
@@ -37,8 +37,10 @@ def parse_answer(answer: dict[str, Any] | JudgeAnswer) -> JudgeAnswer:
     try:
         return JudgeAnswer.model_validate(answer)
     except ValidationError as exc:
-        raise ValueError(f"answer does not match the judge schema: {exc.errors()[0].get('msg', 'invalid')} at "
-                         f"{'.'.join(str(p) for p in exc.errors()[0].get('loc', ())) or 'answer'}") from None
+        raise ValueError(
+            f"answer does not match the judge schema: {exc.errors()[0].get('msg', 'invalid')} at "
+            f"{'.'.join(str(p) for p in exc.errors()[0].get('loc', ())) or 'answer'}"
+        ) from None
 
 
 def check_answer(answer: dict[str, Any] | JudgeAnswer, shown_ids: Iterable[str]) -> list[str]:
@@ -73,9 +75,15 @@ def retry_message(problems: list[str], shown_ids: Iterable[str]) -> str:
     return "\n".join(lines)
 
 
-def to_judgment(question_id: str, answer: dict[str, Any] | JudgeAnswer, shown_ids: Iterable[str], info: JudgeInfo,
-                tokens: dict[str, int] | None = None, extra_reasons: Iterable[str] = (),
-                extra_fields: dict[str, Any] | None = None) -> Judgment:
+def to_judgment(
+    question_id: str,
+    answer: dict[str, Any] | JudgeAnswer,
+    shown_ids: Iterable[str],
+    info: JudgeInfo,
+    tokens: dict[str, int] | None = None,
+    extra_reasons: Iterable[str] = (),
+    extra_fields: dict[str, Any] | None = None,
+) -> Judgment:
     """Apply the constraints and build the Judgment; violations become ``needs_review`` reasons.
 
     ``extra_fields`` are kept on the Judgment as they are (e.g. ``constraint_retry``).
@@ -120,8 +128,15 @@ def to_judgment(question_id: str, answer: dict[str, Any] | JudgeAnswer, shown_id
 def failed_judgment(question_id: str, info: JudgeInfo, reason: str, tokens: dict[str, int] | None = None) -> Judgment:
     """A judgment for a question the judge gave no usable answer to: counted as not_addressed, flagged."""
     return Judgment(
-        question_id=question_id, outcome="not_addressed", premise_status="not_applicable", evidence=[],
-        supporting_ids=[], rationale="", judge=info, provenance="judge",
+        question_id=question_id,
+        outcome="not_addressed",
+        premise_status="not_applicable",
+        evidence=[],
+        supporting_ids=[],
+        rationale="",
+        judge=info,
+        provenance="judge",
         needs_review=[f"judge_failed: {reason}", "counted as not_addressed: no usable answer from the judge"],
-        tokens=dict(tokens or {}), judge_failed=True,
+        tokens=dict(tokens or {}),
+        judge_failed=True,
     )

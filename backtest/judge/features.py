@@ -15,8 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..records import Question, RetrievedDocument
-from .offline import LEXICONS, _Lexicon, specific_terms
+from backtest.core.records import Question, RetrievedDocument
+from backtest.judge.offline import LEXICONS, _Lexicon
+from backtest.text.terms import specific_terms
 
 #: every feature this build computes, by name; a weights file lists the ones its models use, in column order.
 KNOWN_FEATURES = ("claim_sim", "bigram_coverage", "claim_sim_margin")
@@ -54,12 +55,16 @@ def bigrams(text: str) -> set[tuple[str, str]]:
     """Adjacent word pairs of ``text`` (lower-cased) in which at least one word is a specific term."""
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9-]+", text)]
     terms = specific_terms(text)
-    return {(a, b) for a, b in zip(words, words[1:]) if a in terms or b in terms
-            or a.rstrip("s") in terms or b.rstrip("s") in terms}
+    return {
+        (a, b)
+        for a, b in zip(words, words[1:])
+        if a in terms or b in terms or a.rstrip("s") in terms or b.rstrip("s") in terms
+    }
 
 
-def document_features(question: Question, documents: Sequence[RetrievedDocument], model: str,
-                      names: Sequence[str] = DOC_FEATURES) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def document_features(
+    question: Question, documents: Sequence[RetrievedDocument], model: str, names: Sequence[str] = DOC_FEATURES
+) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """One row of the features ``names`` per document, and per document the shared terms and cues (for rationales).
 
     ``claim_sim``: cosine between the document (title + abstract) and the question's claim
@@ -73,8 +78,8 @@ def document_features(question: Question, documents: Sequence[RetrievedDocument]
     Each text is embedded in a batch of its own question's texts, so a question's features
     depend on that question alone (a resumed run gets the same numbers).
     """
-    from ..embed import embed_texts
-    from ..objects import find_objects
+    from backtest.text.embed import embed_texts
+    from backtest.text.objects import find_objects
 
     unknown = [n for n in names if n not in KNOWN_FEATURES]
     if unknown:
@@ -93,10 +98,18 @@ def document_features(question: Question, documents: Sequence[RetrievedDocument]
     lex = _lexicon()
     rows, notes = [], []
     for i, doc in enumerate(documents):
-        values = {"claim_sim": float(sims[i]), "claim_sim_margin": float(sims[i]) - second,
-                  "bigram_coverage": len(q_bigrams & bigrams(doc_texts[i])) / max(1, len(q_bigrams))}
+        values = {
+            "claim_sim": float(sims[i]),
+            "claim_sim_margin": float(sims[i]) - second,
+            "bigram_coverage": len(q_bigrams & bigrams(doc_texts[i])) / max(1, len(q_bigrams)),
+        }
         rows.append([values[name] for name in names])
-        notes.append({"id": doc.id, "shared": sorted(q_terms & specific_terms(doc_texts[i])),
-                      "objects": sorted(q_objects & set(find_objects(doc_texts[i]))),
-                      "cues": {name: lex.find(name, doc.abstract) for name in LEXICONS}})
+        notes.append(
+            {
+                "id": doc.id,
+                "shared": sorted(q_terms & specific_terms(doc_texts[i])),
+                "objects": sorted(q_objects & set(find_objects(doc_texts[i]))),
+                "cues": {name: lex.find(name, doc.abstract) for name in LEXICONS},
+            }
+        )
     return np.asarray(rows, dtype=float), notes

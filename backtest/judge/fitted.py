@@ -38,12 +38,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import BadInput
-from ..records import ENGAGED_OUTCOMES, Judgment, JudgeInfo, Question, RetrievedDocument
-from ..seal import canonical_json, sha256_json, sha256_text
-from .constraints import to_judgment
-from .features import DOC_FEATURES, KNOWN_FEATURES, document_features
-from .protocol import register_judge
+from backtest.core.errors import BadInput
+from backtest.core.records import ENGAGED_OUTCOMES, JudgeInfo, Judgment, Question, RetrievedDocument
+from backtest.core.seal import canonical_json, sha256_json, sha256_text
+from backtest.judge.constraints import to_judgment
+from backtest.judge.features import DOC_FEATURES, KNOWN_FEATURES, document_features
 
 PROTOCOL = "offline-fit-v2"
 WEIGHTS_FORMAT = "offline-fit-v2-weights"  # what a weights file says it is (checked on load)
@@ -54,8 +53,15 @@ MIN_CLASS = 3  # a label needs this many training examples to be predicted
 
 def item_hash(question: Question, documents: Sequence[RetrievedDocument]) -> str:
     """sha256 of what the judge reads of one item (question text, premise, document ids and text)."""
-    return sha256_text(canonical_json({"q": question.question, "p": question.premise or question.hypothesis or "",
-                                       "d": [[d.id, d.title, d.abstract] for d in documents]}))
+    return sha256_text(
+        canonical_json(
+            {
+                "q": question.question,
+                "p": question.premise or question.hypothesis or "",
+                "d": [[d.id, d.title, d.abstract] for d in documents],
+            }
+        )
+    )
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -71,7 +77,7 @@ def pooled(features: np.ndarray, probs: np.ndarray, engaged: np.ndarray) -> np.n
     """Item-level features: the best document's row, the mean over engaging documents, and counts."""
     best = int(np.argmax(probs)) if len(probs) else 0
     top = features[best] if len(features) else np.zeros(features.shape[1])
-    sel = features[engaged] if engaged.any() else features[best:best + 1]
+    sel = features[engaged] if engaged.any() else features[best : best + 1]
     mean = sel.mean(axis=0) if len(sel) else np.zeros(features.shape[1])
     return np.concatenate([top, mean, [float(probs.max()) if len(probs) else 0.0, float(engaged.sum())]])
 
@@ -91,8 +97,9 @@ def read_weights(path: str | Path) -> dict[str, Any]:
         raise BadInput(f"{path}: not a JSON weights file ({exc})") from None
 
 
-def check_weights(weights: dict[str, Any], path: Path | None, fmt: str, version: str, features: Sequence[str],
-                  exact: bool = True) -> None:
+def check_weights(
+    weights: dict[str, Any], path: Path | None, fmt: str, version: str, features: Sequence[str], exact: bool = True
+) -> None:
     """Refuse weights of another format or version, or fitted on features this build does not compute
     (``exact``: the weights must use exactly ``features``, in order; else any of them)."""
     if weights.get("schema_version") != version or weights.get("format") != fmt:
@@ -125,26 +132,43 @@ class FittedJudge:
     @cached_property
     def config_sha256(self) -> str:
         """sha256 of the weights (which name the embedding model) and the model's fingerprint."""
-        from ..embed import model_fingerprint
+        from backtest.text.embed import model_fingerprint
 
         return sha256_json({"weights": self.weights, "model": model_fingerprint(self.model)})
 
     @property
     def prompt_sha256(self) -> str:
-        from .offline import GENERIC_TERMS, LEXICONS
+        from backtest.judge.offline import LEXICONS
+        from backtest.text.terms import GENERIC_TERMS
 
-        return sha256_json({"protocol": PROTOCOL, "features": list(self.features), "lexicons": LEXICONS,
-                            "generic": sorted(GENERIC_TERMS)})
+        return sha256_json(
+            {
+                "protocol": PROTOCOL,
+                "features": list(self.features),
+                "lexicons": LEXICONS,
+                "generic": sorted(GENERIC_TERMS),
+            }
+        )
 
     def info(self) -> JudgeInfo:
         """Name, model, protocol, feature-set and weights hashes."""
-        return JudgeInfo(name=self.name, model=self.model, protocol=PROTOCOL, prompt_sha256=self.prompt_sha256,
-                         config_sha256=self.config_sha256)
+        return JudgeInfo(
+            name=self.name,
+            model=self.model,
+            protocol=PROTOCOL,
+            prompt_sha256=self.prompt_sha256,
+            config_sha256=self.config_sha256,
+        )
 
     def settings(self) -> dict[str, Any]:
         """What changes the labels: protocol, model, hashes of features and weights."""
-        return {"kind": "offline", "protocol": PROTOCOL, "model": self.model, "prompt_sha256": self.prompt_sha256,
-                "config_sha256": self.config_sha256}
+        return {
+            "kind": "offline",
+            "protocol": PROTOCOL,
+            "model": self.model,
+            "prompt_sha256": self.prompt_sha256,
+            "config_sha256": self.config_sha256,
+        }
 
     def stats(self) -> dict[str, Any]:
         """Questions judged so far (no network, no tokens)."""
@@ -152,7 +176,9 @@ class FittedJudge:
 
     # ----------------------------------------------------------------- judging
 
-    def decide(self, question: Question, features: np.ndarray, notes: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    def decide(
+        self, question: Question, features: np.ndarray, notes: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], list[str]]:
         """The raw answer from a question's document features, and any needs_review reasons."""
         w = self.weights
         probs = _sigmoid(_linear(w["engage"], features)).ravel() if len(features) else np.zeros(0)
@@ -166,20 +192,40 @@ class FittedJudge:
             reasons.append(f"uncertain: best engagement probability {best:.2f} is near the threshold {tau:.2f}")
         premise = _predict(w["premise"], item_features(pool, bool(engaged.any()), has_premise))
         if not engaged.any():
-            return ({"outcome": "not_addressed", "premise_status": premise, "evidence": [],
-                     "rationale": f"offline judge (fitted): no document engages the question (best engagement "
-                                  f"probability {best:.2f} < {tau:.2f})."}, reasons)
+            return (
+                {
+                    "outcome": "not_addressed",
+                    "premise_status": premise,
+                    "evidence": [],
+                    "rationale": f"offline judge (fitted): no document engages the question (best engagement "
+                    f"probability {best:.2f} < {tau:.2f}).",
+                },
+                reasons,
+            )
         outcome = _predict(w["outcome"], pool)
         order = [i for i in np.argsort(-probs, kind="stable") if engaged[i]][: int(w.get("max_evidence", 5))]
         evidence = []
         for i in order:
             note = notes[i]
             terms = ", ".join((note["objects"] + [t for t in note["shared"] if t not in note["objects"]])[:6])
-            cues = sorted({c for name in ("resolution", "open_question", "refute", "weaken", "support") for c in note["cues"][name]})
-            evidence.append({"id": note["id"], "relevance": f"engagement probability {probs[i]:.2f}; shared terms: {terms}"
-                             + (f"; cues: {', '.join(cues[:4])}" if cues else "")})
-        rationale = (f"offline judge (fitted): {int(engaged.sum())} of {len(probs)} documents engage the question "
-                     f"(best probability {best:.2f}, threshold {tau:.2f}); outcome and premise from the fitted models.")
+            cues = sorted(
+                {
+                    c
+                    for name in ("resolution", "open_question", "refute", "weaken", "support")
+                    for c in note["cues"][name]
+                }
+            )
+            evidence.append(
+                {
+                    "id": note["id"],
+                    "relevance": f"engagement probability {probs[i]:.2f}; shared terms: {terms}"
+                    + (f"; cues: {', '.join(cues[:4])}" if cues else ""),
+                }
+            )
+        rationale = (
+            f"offline judge (fitted): {int(engaged.sum())} of {len(probs)} documents engage the question "
+            f"(best probability {best:.2f}, threshold {tau:.2f}); outcome and premise from the fitted models."
+        )
         return {"outcome": outcome, "premise_status": premise, "evidence": evidence, "rationale": rationale}, reasons
 
     def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
@@ -187,7 +233,9 @@ class FittedJudge:
         self._calls += 1
         features, notes = document_features(question, documents, self.model, self.features)
         answer, reasons = self.decide(question, features, notes)
-        return to_judgment(question.question_id, answer, [d.id for d in documents], self.info(), {}, extra_reasons=reasons)
+        return to_judgment(
+            question.question_id, answer, [d.id for d in documents], self.info(), {}, extra_reasons=reasons
+        )
 
     # ----------------------------------------------------------------- validation
 
@@ -196,7 +244,9 @@ class FittedJudge:
         trained = set(self.weights.get("trained_on", {}).get("item_sha256", []))
         return any(item_hash(it.question, it.retrieved()) in trained for it in items)
 
-    def cross_validate(self, items: Sequence[Any], truth: dict[str, Any], folds: int = 5, seed: int = 0) -> list[Judgment]:
+    def cross_validate(
+        self, items: Sequence[Any], truth: dict[str, Any], folds: int = 5, seed: int = 0
+    ) -> list[Judgment]:
         """Judgments of ``items``, each by a judge refitted without the fold it is in (``truth``: item id → Label)."""
         rows = [(it, *document_features(it.question, it.retrieved(), self.model, self.features)) for it in items]
         labelled = [k for k, (it, _, _) in enumerate(rows) if it.item_id in truth]
@@ -206,19 +256,35 @@ class FittedJudge:
         for f in range(folds):
             train = [labelled[j] for j in range(len(labelled)) if fold_of[j] != f]
             test = [labelled[j] for j in range(len(labelled)) if fold_of[j] == f]
-            weights = fit_from_rows([(rows[k][0], rows[k][1], truth[rows[k][0].item_id]) for k in train], self.model,
-                                    features=self.features, **params)
+            weights = fit_from_rows(
+                [(rows[k][0], rows[k][1], truth[rows[k][0].item_id]) for k in train],
+                self.model,
+                features=self.features,
+                **params,
+            )
             judge = FittedJudge(weights)
             for k in test:
                 it, feats, notes = rows[k]
                 answer, reasons = judge.decide(it.question, feats, notes)
-                out[k] = to_judgment(it.question.question_id, answer, [d.id for d in it.documents], self.info(), {},
-                                     extra_reasons=reasons)
+                out[k] = to_judgment(
+                    it.question.question_id,
+                    answer,
+                    [d.id for d in it.documents],
+                    self.info(),
+                    {},
+                    extra_reasons=reasons,
+                )
         for k, (it, feats, notes) in enumerate(rows):
             if k not in out:  # unlabelled items: the full judge
                 answer, reasons = self.decide(it.question, feats, notes)
-                out[k] = to_judgment(it.question.question_id, answer, [d.id for d in it.documents], self.info(), {},
-                                     extra_reasons=reasons)
+                out[k] = to_judgment(
+                    it.question.question_id,
+                    answer,
+                    [d.id for d in it.documents],
+                    self.info(),
+                    {},
+                    extra_reasons=reasons,
+                )
         return [out[k] for k in range(len(rows))]
 
 
@@ -247,7 +313,9 @@ def _predict(model: dict[str, Any], x: np.ndarray) -> str:
     return str(classes[int(np.argmax(scores))])
 
 
-def _fit_logistic(x: np.ndarray, y: Sequence[str], c: float, balanced: bool = False, default: str = "not_applicable") -> dict[str, Any]:
+def _fit_logistic(
+    x: np.ndarray, y: Sequence[str], c: float, balanced: bool = False, default: str = "not_applicable"
+) -> dict[str, Any]:
     """A standardised logistic regression (scikit-learn, lbfgs: deterministic) as plain lists.
 
     Labels with fewer than MIN_CLASS examples are left out; with fewer than two left, the
@@ -265,13 +333,26 @@ def _fit_logistic(x: np.ndarray, y: Sequence[str], c: float, balanced: bool = Fa
     scale[scale == 0] = 1.0
     model = LogisticRegression(C=c, max_iter=5000, class_weight="balanced" if balanced else None)
     model.fit((xs - mean) / scale, ys)
-    return {"classes": [str(k) for k in model.classes_], "mean": mean.round(8).tolist(), "scale": scale.round(8).tolist(),
-            "coef": model.coef_.round(8).tolist(), "intercept": model.intercept_.round(8).tolist(), "counts": counts}
+    return {
+        "classes": [str(k) for k in model.classes_],
+        "mean": mean.round(8).tolist(),
+        "scale": scale.round(8).tolist(),
+        "coef": model.coef_.round(8).tolist(),
+        "intercept": model.intercept_.round(8).tolist(),
+        "counts": counts,
+    }
 
 
-def fit_from_rows(rows: Sequence[tuple[Any, np.ndarray, Any]], model: str, c_engage: float = 0.5, c_outcome: float = 0.5,
-                  c_premise: float = 0.5, review_margin: float = 0.1, max_evidence: int = 5,
-                  features: Sequence[str] = DOC_FEATURES) -> dict[str, Any]:
+def fit_from_rows(
+    rows: Sequence[tuple[Any, np.ndarray, Any]],
+    model: str,
+    c_engage: float = 0.5,
+    c_outcome: float = 0.5,
+    c_premise: float = 0.5,
+    review_margin: float = 0.1,
+    max_evidence: int = 5,
+    features: Sequence[str] = DOC_FEATURES,
+) -> dict[str, Any]:
     """Fit the three models from (item, document features, truth label) rows; return the weights dict.
 
     Documents a reader cited are positives; documents of a not_addressed item are
@@ -279,7 +360,7 @@ def fit_from_rows(rows: Sequence[tuple[Any, np.ndarray, Any]], model: str, c_eng
     clearest evidence, not every engaging document). The threshold maximises Cohen's
     kappa of engaged vs not on the training items.
     """
-    from ..stats import cohen_kappa
+    from backtest.core.stats import cohen_kappa
 
     xs, ys = [], []
     for item, feats, lab in rows:
@@ -292,13 +373,17 @@ def fit_from_rows(rows: Sequence[tuple[Any, np.ndarray, Any]], model: str, c_eng
                 xs.append(f)
                 ys.append("1")
     if len(set(ys)) < 2:
-        raise BadInput("fitting needs items readers found engaged (with cited documents) and items they found not addressed")
+        raise BadInput(
+            "fitting needs items readers found engaged (with cited documents) and items they found not addressed"
+        )
     engage = _fit_logistic(np.asarray(xs), ys, c_engage, balanced=True)
     probs = [_sigmoid(_linear(engage, f)).ravel() if len(f) else np.zeros(0) for _, f, _ in rows]
     truth = [lab.outcome in ENGAGED_OUTCOMES for _, _, lab in rows]
     best = [float(p.max()) if len(p) else 0.0 for p in probs]
     candidates = sorted(set(round(b, 4) for b in best))
-    tau = max(candidates, key=lambda t: (np.nan_to_num(cohen_kappa(truth, [b >= t for b in best]), nan=-1.0), -abs(t - 0.5)))
+    tau = max(
+        candidates, key=lambda t: (np.nan_to_num(cohen_kappa(truth, [b >= t for b in best]), nan=-1.0), -abs(t - 0.5))
+    )
     pools, outcomes, premise_x, premises = [], [], [], []
     for (item, f, lab), p in zip(rows, probs):
         eng = p >= tau
@@ -309,28 +394,53 @@ def fit_from_rows(rows: Sequence[tuple[Any, np.ndarray, Any]], model: str, c_eng
         premise_x.append(item_features(pool, bool(eng.any()), bool(item.question.premise or item.question.hypothesis)))
         premises.append(lab.premise_status)
     width = len(features) * 2 + 2
-    outcome = _fit_logistic(np.asarray(pools) if pools else np.zeros((0, width)), outcomes, c_outcome,
-                            default="partially_addressed")
+    outcome = _fit_logistic(
+        np.asarray(pools) if pools else np.zeros((0, width)), outcomes, c_outcome, default="partially_addressed"
+    )
     premise = _fit_logistic(np.asarray(premise_x), premises, c_premise)
-    return {"schema_version": WEIGHTS_VERSION, "format": WEIGHTS_FORMAT, "model": model, "features": list(features),
-            "engage": {**engage, "threshold": tau}, "outcome": outcome, "premise": premise,
-            "review_margin": review_margin, "max_evidence": max_evidence,
-            "fit": {"c_engage": c_engage, "c_outcome": c_outcome, "c_premise": c_premise, "review_margin": review_margin,
-                    "max_evidence": max_evidence},
-            "trained_on": {"n_items": len(rows), "n_documents": len(ys), "n_positive_documents": ys.count("1"),
-                           "item_sha256": sorted(item_hash(it.question, it.retrieved()) for it, _, _ in rows)}}
+    return {
+        "schema_version": WEIGHTS_VERSION,
+        "format": WEIGHTS_FORMAT,
+        "model": model,
+        "features": list(features),
+        "engage": {**engage, "threshold": tau},
+        "outcome": outcome,
+        "premise": premise,
+        "review_margin": review_margin,
+        "max_evidence": max_evidence,
+        "fit": {
+            "c_engage": c_engage,
+            "c_outcome": c_outcome,
+            "c_premise": c_premise,
+            "review_margin": review_margin,
+            "max_evidence": max_evidence,
+        },
+        "trained_on": {
+            "n_items": len(rows),
+            "n_documents": len(ys),
+            "n_positive_documents": ys.count("1"),
+            "item_sha256": sorted(item_hash(it.question, it.retrieved()) for it, _, _ in rows),
+        },
+    }
 
 
-def fit_weights(items: Sequence[Any], truth: dict[str, Any], model: str = "all-MiniLM-L6-v2",
-                features: Sequence[str] = DOC_FEATURES, **params: Any) -> dict[str, Any]:
+def fit_weights(
+    items: Sequence[Any],
+    truth: dict[str, Any],
+    model: str = "all-MiniLM-L6-v2",
+    features: Sequence[str] = DOC_FEATURES,
+    **params: Any,
+) -> dict[str, Any]:
     """Fit weights on labelled AnnotationItems (``truth``: item id → Label); items without a label are skipped."""
-    rows = [(it, document_features(it.question, it.retrieved(), model, features)[0], truth[it.item_id])
-            for it in items if it.item_id in truth]
+    rows = [
+        (it, document_features(it.question, it.retrieved(), model, features)[0], truth[it.item_id])
+        for it in items
+        if it.item_id in truth
+    ]
     return fit_from_rows(rows, model, features=features, **params)
 
 
-@register_judge("offline")
-def _make_fitted(config: dict[str, Any], config_path: Path | None, ws: Any) -> FittedJudge:
+def make_fitted(config: dict[str, Any], config_path: Path | None, ws: Any) -> FittedJudge:
     """The default offline judge from the packaged weights, or from ``weights = "PATH"`` in a judges/*.toml config."""
     unknown = sorted(set(config) - {"kind", "name", "description", "weights"})
     if unknown:
@@ -343,5 +453,5 @@ def _make_fitted(config: dict[str, Any], config_path: Path | None, ws: Any) -> F
     judge = FittedJudge.from_file(path)
     if config.get("name"):
         judge.name = str(config["name"])
-    judge.config_path = config_path
+    judge.config_path = config_path  # type: ignore[assignment]
     return judge

@@ -35,18 +35,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import BadInput
-from ..llm_client import LLMClient, LLMError, LLMSettings
-from ..records import Judgment, JudgeInfo, Question, RetrievedDocument
-from ..seal import sha256_file, sha256_text
-from ..workspace import Workspace
-from .constraints import check_answer, failed_judgment, parse_answer, retry_message, to_judgment
-from .protocol import answer_schema, register_judge
+from backtest.core.errors import BadInput
+from backtest.core.records import JudgeInfo, Judgment, Question, RetrievedDocument
+from backtest.core.seal import sha256_file, sha256_text
+from backtest.core.workspace import Workspace
+from backtest.judge.constraints import check_answer, failed_judgment, parse_answer, retry_message, to_judgment
+from backtest.judge.protocol import answer_schema
+from backtest.llm.client import LLMClient, LLMError
+from backtest.llm.settings import cache_path, settings_from_config
 
 PROTOCOL = "outcome-premise"
-_KNOWN_KEYS = {"kind", "name", "base_url", "model", "api_key_env", "temperature", "max_tokens", "seed", "concurrency",
-               "timeout_s", "max_retries", "backoff_s", "prompt", "max_doc_chars", "max_documents", "cache", "protocol",
-               "enum_ids", "max_rationale_chars", "max_relevance_chars", "description"}
+# The judge's own keys; the client's (base_url, model, ...) are backtest.llm.settings.CLIENT_KEYS.
+_JUDGE_KEYS = frozenset(
+    {"prompt", "max_doc_chars", "max_documents", "protocol", "enum_ids", "max_rationale_chars", "max_relevance_chars"}
+)
 
 
 def load_prompt(path: Path) -> tuple[str, str]:
@@ -84,12 +86,7 @@ class LLMJudge:
     """Label questions with an OpenAI-compatible chat model; cached, retried, constraint-checked."""
 
     def __init__(self, config: dict[str, Any], config_path: Path, ws: Workspace | None = None):
-        unknown = sorted(set(config) - _KNOWN_KEYS)
-        if unknown:
-            raise BadInput(f"{config_path}: unknown judge setting(s) {', '.join(unknown)}")
-        for key in ("base_url", "model"):
-            if not config.get(key):
-                raise BadInput(f"{config_path}: an llm judge needs {key!r}")
+        self.llm = settings_from_config(config, str(config_path), max_tokens=512, extra_keys=_JUDGE_KEYS, what="judge")
         ws = ws or Workspace.from_env()
         self.config_path = config_path
         self.name = str(config.get("name") or config_path.stem)
@@ -101,24 +98,12 @@ class LLMJudge:
         self.protocol = str(config.get("protocol") or f"{PROTOCOL}:{prompt_path.stem}")
         self.max_doc_chars = int(config.get("max_doc_chars", 1200))
         self.max_documents = int(config["max_documents"]) if config.get("max_documents") else None
-        self.schema_bounds = {"max_rationale_chars": int(config.get("max_rationale_chars", 400)),
-                              "max_relevance_chars": int(config.get("max_relevance_chars", 160))}
+        self.schema_bounds = {
+            "max_rationale_chars": int(config.get("max_rationale_chars", 400)),
+            "max_relevance_chars": int(config.get("max_relevance_chars", 160)),
+        }
         self.enum_ids = bool(config.get("enum_ids", True))
-        try:
-            self.llm = LLMSettings(
-                base_url=str(config["base_url"]), model=str(config["model"]),
-                api_key_env=str(config.get("api_key_env") or "") or None,
-                temperature=float(config.get("temperature", 0.0)), max_tokens=int(config.get("max_tokens", 512)),
-                seed=config.get("seed", 0), timeout_s=float(config.get("timeout_s", 120)),
-                concurrency=int(config.get("concurrency", 2)), max_retries=int(config.get("max_retries", 4)),
-                backoff_s=float(config.get("backoff_s", 1.0)),
-            )
-        except (TypeError, ValueError) as exc:
-            raise BadInput(f"{config_path}: bad judge setting ({exc})") from None
-        if self.llm.temperature != 0.0:
-            raise BadInput(f"{config_path}: judges run at temperature 0 (got {self.llm.temperature})")
-        cache = Path(config.get("cache", ".cache/llm-judge.sqlite"))
-        self.cache_path = cache if cache.is_absolute() else ws.root / cache
+        self.cache_path = cache_path(config, ".cache/llm-judge.sqlite", ws)
         self.client = LLMClient(self.llm, cache_path=self.cache_path)
         self.concurrency = self.llm.concurrency
 
@@ -126,15 +111,30 @@ class LLMJudge:
 
     def info(self) -> JudgeInfo:
         """Name, model, protocol and the prompt and config sha256."""
-        return JudgeInfo(name=self.name, model=self.llm.model, protocol=self.protocol,
-                         prompt_sha256=self.prompt_sha256, config_sha256=self.config_sha256)
+        return JudgeInfo(
+            name=self.name,
+            model=self.llm.model,
+            protocol=self.protocol,
+            prompt_sha256=self.prompt_sha256,
+            config_sha256=self.config_sha256,
+        )
 
     def settings(self) -> dict[str, Any]:
         """What changes labels: the kind, model, answer settings and the prompt and config hashes."""
-        return {"kind": "llm", "name": self.name, "model": self.llm.model, "temperature": self.llm.temperature,
-                "max_tokens": self.llm.max_tokens, "seed": self.llm.seed, "max_doc_chars": self.max_doc_chars,
-                "max_documents": self.max_documents, **self.schema_bounds,
-                "prompt_sha256": self.prompt_sha256, "config_sha256": self.config_sha256, "protocol": self.protocol}
+        return {
+            "kind": "llm",
+            "name": self.name,
+            "model": self.llm.model,
+            "temperature": self.llm.temperature,
+            "max_tokens": self.llm.max_tokens,
+            "seed": self.llm.seed,
+            "max_doc_chars": self.max_doc_chars,
+            "max_documents": self.max_documents,
+            **self.schema_bounds,
+            "prompt_sha256": self.prompt_sha256,
+            "config_sha256": self.config_sha256,
+            "protocol": self.protocol,
+        }
 
     def stats(self) -> dict[str, Any]:
         """The client's counters: HTTP calls, cache hits, retries, tokens."""
@@ -143,10 +143,17 @@ class LLMJudge:
     def messages(self, question: Question, documents: list[RetrievedDocument]) -> list[dict[str, str]]:
         """The chat messages for one question (system + user)."""
         premise = f"Premise: {question.premise}\n" if question.premise else ""
-        values = {"cutoff": str(question.cutoff_date), "question": question.question.strip(), "premise": premise,
-                  "n_documents": str(len(documents)), "documents": render_documents(documents, self.max_doc_chars)}
-        return [{"role": "system", "content": fill(self.system_template, values)},
-                {"role": "user", "content": fill(self.user_template, values)}]
+        values = {
+            "cutoff": str(question.cutoff_date),
+            "question": question.question.strip(),
+            "premise": premise,
+            "n_documents": str(len(documents)),
+            "documents": render_documents(documents, self.max_doc_chars),
+        }
+        return [
+            {"role": "system", "content": fill(self.system_template, values)},
+            {"role": "user", "content": fill(self.user_template, values)},
+        ]
 
     def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
         """Ask the model, check constraints, retry once with the error, flag what remains.
@@ -167,7 +174,9 @@ class LLMJudge:
 
         def ask(msgs: list[dict[str, str]]):
             try:
-                resp = self.client.chat(msgs, schema=schema, schema_name="judgment", key_extra=key_extra, validate=parse_answer)
+                resp = self.client.chat(
+                    msgs, schema=schema, schema_name="judgment", key_extra=key_extra, validate=parse_answer
+                )
             except LLMError as exc:
                 spend(exc.usage)  # unusable answers still cost tokens: the judgment records them
                 raise
@@ -182,8 +191,10 @@ class LLMJudge:
         problems = check_answer(answer, shown)
         retried = None
         if problems:
-            follow_up = messages + [{"role": "assistant", "content": first.content},
-                                    {"role": "user", "content": retry_message(problems, shown)}]
+            follow_up = messages + [
+                {"role": "assistant", "content": first.content},
+                {"role": "user", "content": retry_message(problems, shown)},
+            ]
             try:
                 second = ask(follow_up)
             except LLMError as exc:
@@ -191,12 +202,18 @@ class LLMJudge:
             else:
                 answer = second.parsed
                 retried = {"after": problems, "fixed": not check_answer(answer, shown)}
-        return to_judgment(question.question_id, answer, shown, self.info(), tokens, extra,
-                           {"constraint_retry": retried} if retried is not None else None)
+        return to_judgment(
+            question.question_id,
+            answer,
+            shown,
+            self.info(),
+            tokens,
+            extra,
+            {"constraint_retry": retried} if retried is not None else None,
+        )
 
 
-@register_judge("llm", needs_config=True)
-def _make_llm(config: dict[str, Any], config_path: Path | None, ws: Workspace | None) -> LLMJudge:
+def make_llm(config: dict[str, Any], config_path: Path | None, ws: Workspace | None) -> LLMJudge:
     if config_path is None:
         raise BadInput("the llm judge needs a config file: --judge judges/NAME.toml")
     return LLMJudge(config, config_path, ws)

@@ -20,7 +20,7 @@ How it decides, per question:
 2. **Specific terms.** Content words of the question minus stop words and a
    :data:`GENERIC_TERMS` list of words every astronomy abstract uses (planet, model,
    observations, ...), lightly stemmed, plus catalogued object designations found by
-   :func:`backtest.objects.find_objects`.
+   :func:`backtest.text.objects.find_objects`.
 3. **Engagement** (the codebook's "same topic is not engagement"): a document engages
    the question when ``doc_sim >= engage_doc_sim`` AND ``sent_sim >= engage_sent_sim``
    AND it shares at least ``min_shared_terms`` specific terms with the question, AND,
@@ -54,11 +54,11 @@ from typing import Any
 
 import numpy as np
 
-from ..records import Judgment, JudgeInfo, Question, RetrievedDocument
-from ..seal import sha256_json
-from ..workspace import Workspace
-from .constraints import to_judgment
-from .protocol import register_judge
+from backtest.core.records import JudgeInfo, Judgment, Question, RetrievedDocument
+from backtest.core.seal import sha256_json
+from backtest.core.workspace import Workspace
+from backtest.judge.constraints import to_judgment
+from backtest.text.terms import GENERIC_TERMS, specific_terms, split_sentences, stem  # noqa: F401 - GENERIC_TERMS re-exported
 
 PROTOCOL = "offline-cues-v1"
 
@@ -68,119 +68,103 @@ LEXICONS: dict[str, list[str]] = {
     # upper limits, rule-outs, confirmations
     "resolution": [
         r"we (?:report|present) (?:the )?(?:first )?(?:detection|discovery|measurement|confirmation)",
-        r"\bdetect(?:ed|ion of|s)\b", r"\bwe detect\b", r"\bdiscover(?:ed|y of)\b",
-        r"\bwe measure(?:d)?\b", r"\bmeasur(?:e|ed|ement|ements) (?:of|the)\b", r"\bwe determine(?:d)?\b",
-        r"\bwe (?:find|found|show|demonstrate|confirm|establish|conclude)\b", r"\bconfirm(?:s|ed|ing)?\b",
-        r"\bupper limits?\b", r"\blower limits?\b", r"\b(?:rule|ruled|rules|ruling) out\b", r"\bexclude[sd]?\b",
-        r"\bconstrain(?:s|ed)? (?:the|its|their)\b", r"\bat (?:\d+(?:\.\d+)?|high) ?(?:sigma|σ)\b",
-        r"\b\d+(?:\.\d+)?\s?(?:sigma|σ)\b", r"\bprecis(?:e|ely|ion)\b", r"\bresolv(?:e|es|ed)\b",
-        r"\bnon-?detection\b", r"\bunambiguous(?:ly)?\b", r"\brobust(?:ly)? (?:detect|measur|constrain)",
+        r"\bdetect(?:ed|ion of|s)\b",
+        r"\bwe detect\b",
+        r"\bdiscover(?:ed|y of)\b",
+        r"\bwe measure(?:d)?\b",
+        r"\bmeasur(?:e|ed|ement|ements) (?:of|the)\b",
+        r"\bwe determine(?:d)?\b",
+        r"\bwe (?:find|found|show|demonstrate|confirm|establish|conclude)\b",
+        r"\bconfirm(?:s|ed|ing)?\b",
+        r"\bupper limits?\b",
+        r"\blower limits?\b",
+        r"\b(?:rule|ruled|rules|ruling) out\b",
+        r"\bexclude[sd]?\b",
+        r"\bconstrain(?:s|ed)? (?:the|its|their)\b",
+        r"\bat (?:\d+(?:\.\d+)?|high) ?(?:sigma|σ)\b",
+        r"\b\d+(?:\.\d+)?\s?(?:sigma|σ)\b",
+        r"\bprecis(?:e|ely|ion)\b",
+        r"\bresolv(?:e|es|ed)\b",
+        r"\bnon-?detection\b",
+        r"\bunambiguous(?:ly)?\b",
+        r"\brobust(?:ly)? (?:detect|measur|constrain)",
     ],
     # the later paper leaves the question open or asks it itself
     "open_question": [
         r"\bremains? (?:unclear|unknown|uncertain|elusive|debated|open|poorly (?:understood|constrained))\b",
-        r"\bopen (?:question|problem|issue)s?\b", r"\bpoorly (?:understood|constrained|known)\b",
-        r"\bstill (?:debated|unclear|unknown|uncertain|lacking)\b", r"\bit is (?:unclear|not clear|unknown)\b",
-        r"\byet to be\b", r"\bnot yet\b", r"\bunresolved\b", r"\bunexplained\b", r"\bpuzzl(?:e|ing)\b",
-        r"\bfuture (?:observations|work|studies|missions)\b", r"\bfurther (?:observations|work|study|studies) (?:are|is) (?:needed|required)\b",
-        r"\bwhether\b", r"\bremains? to be (?:seen|determined|understood)\b", r"\bdegenera(?:te|cy|cies)\b",
+        r"\bopen (?:question|problem|issue)s?\b",
+        r"\bpoorly (?:understood|constrained|known)\b",
+        r"\bstill (?:debated|unclear|unknown|uncertain|lacking)\b",
+        r"\bit is (?:unclear|not clear|unknown)\b",
+        r"\byet to be\b",
+        r"\bnot yet\b",
+        r"\bunresolved\b",
+        r"\bunexplained\b",
+        r"\bpuzzl(?:e|ing)\b",
+        r"\bfuture (?:observations|work|studies|missions)\b",
+        r"\bfurther (?:observations|work|study|studies) (?:are|is) (?:needed|required)\b",
+        r"\bwhether\b",
+        r"\bremains? to be (?:seen|determined|understood)\b",
+        r"\bdegenera(?:te|cy|cies)\b",
     ],
     # hedged, partial progress
     "tentative": [
-        r"\btentative(?:ly)?\b", r"\bmarginal(?:ly)?\b", r"\bhints? (?:of|at)\b", r"\bsuggest(?:s|ed|ive)?\b",
-        r"\bpreliminary\b", r"\bpossible\b", r"\bmay\b", r"\bcould\b", r"\bpartial(?:ly)?\b", r"\bcannot (?:rule out|exclude)\b",
+        r"\btentative(?:ly)?\b",
+        r"\bmarginal(?:ly)?\b",
+        r"\bhints? (?:of|at)\b",
+        r"\bsuggest(?:s|ed|ive)?\b",
+        r"\bpreliminary\b",
+        r"\bpossible\b",
+        r"\bmay\b",
+        r"\bcould\b",
+        r"\bpartial(?:ly)?\b",
+        r"\bcannot (?:rule out|exclude)\b",
     ],
     # stance: the later paper supports the question's premise
     "support": [
-        r"\bconsistent with\b", r"\bin (?:good )?agreement with\b", r"\bagrees? with\b", r"\bconfirm(?:s|ed|ing)?\b",
-        r"\bsupport(?:s|ed|ing)? (?:the|a|our|this)\b", r"\bcorroborat(?:e|es|ed|ing)\b", r"\bevidence (?:for|of)\b",
-        r"\bas predicted\b", r"\bin line with\b",
+        r"\bconsistent with\b",
+        r"\bin (?:good )?agreement with\b",
+        r"\bagrees? with\b",
+        r"\bconfirm(?:s|ed|ing)?\b",
+        r"\bsupport(?:s|ed|ing)? (?:the|a|our|this)\b",
+        r"\bcorroborat(?:e|es|ed|ing)\b",
+        r"\bevidence (?:for|of)\b",
+        r"\bas predicted\b",
+        r"\bin line with\b",
     ],
     # stance: the later paper refutes the premise
     "refute": [
-        r"\b(?:rule|ruled|rules|ruling) out\b", r"\binconsistent with\b", r"\bno evidence (?:for|of)\b",
-        r"\bnon-?detection\b", r"\bnot detected\b", r"\bdo(?:es)? not detect\b", r"\bexclude[sd]?\b", r"\brefut(?:e|es|ed)\b",
-        r"\bcontrary to\b", r"\bdisfavou?r(?:s|ed)?\b", r"\bincompatible with\b", r"\bcontradict(?:s|ed)?\b",
-        r"\bfalsif(?:y|ies|ied)\b", r"\bno (?:significant|statistically significant) \w+\b",
+        r"\b(?:rule|ruled|rules|ruling) out\b",
+        r"\binconsistent with\b",
+        r"\bno evidence (?:for|of)\b",
+        r"\bnon-?detection\b",
+        r"\bnot detected\b",
+        r"\bdo(?:es)? not detect\b",
+        r"\bexclude[sd]?\b",
+        r"\brefut(?:e|es|ed)\b",
+        r"\bcontrary to\b",
+        r"\bdisfavou?r(?:s|ed)?\b",
+        r"\bincompatible with\b",
+        r"\bcontradict(?:s|ed)?\b",
+        r"\bfalsif(?:y|ies|ied)\b",
+        r"\bno (?:significant|statistically significant) \w+\b",
     ],
     # stance: the later paper weakens the premise without refuting it
     "weaken": [
-        r"\bin tension with\b", r"\btension\b", r"\bat odds with\b", r"\bcannot (?:explain|account for|reproduce)\b",
-        r"\bfails? to (?:explain|reproduce|account)\b", r"\bchalleng(?:e|es|ed|ing)\b", r"\bcalls? into question\b",
+        r"\bin tension with\b",
+        r"\btension\b",
+        r"\bat odds with\b",
+        r"\bcannot (?:explain|account for|reproduce)\b",
+        r"\bfails? to (?:explain|reproduce|account)\b",
+        r"\bchalleng(?:e|es|ed|ing)\b",
+        r"\bcalls? into question\b",
         r"\b(?:lower|higher|smaller|larger|weaker|stronger) than (?:expected|predicted|previously (?:thought|reported))\b",
-        r"\bunexpected(?:ly)?\b", r"\bin contrast (?:to|with)\b", r"\bquestion(?:s|ed)? the\b", r"\bsystematic(?:s| errors?| biases?)\b",
+        r"\bunexpected(?:ly)?\b",
+        r"\bin contrast (?:to|with)\b",
+        r"\bquestion(?:s|ed)? the\b",
+        r"\bsystematic(?:s| errors?| biases?)\b",
     ],
 }
-
-#: Words too common in astronomy abstracts to signal engagement by themselves.
-GENERIC_TERMS = frozenset("""
-abstract analysis approach based case cases change characteriz characterization characterize compare comparison
-constrain constraint current data dataset derive derived describe detail determine develop different discuss
-distribution effect effects estimate evidence evolution explain explore factor field find finding first found
-further general given high higher however identify impact important improve include including indicate
-interpretation investigate issue key known large larger late latest level likely low lower main make mass
-measure measured measurement method methods model modeled modeling models modelling new number observation
-observational observations observe observed obtain paper parameter parameters particular perform physical play
-possible predict prediction present previous previously probe process processes produce property properties
-propose provide range rate rates recent region related relation relative report research result results
-reveal role sample scale show signal significant similar simulation simulations small source sources
-specific standard star stars studied studies study suggest survey system systems technique term test theory
-three time two type understand understanding use used using value values various well whether work yet
-astrophysical astronomical astronomy astrophysics universe object objects planet planets planetary galaxy galaxies
-question questions answer answered premise future later does doe can could would should might what which
-how why when where explain explained account remain remains mechanism mechanisms
-atmosphere atmospheric set detect detection abundance telescope instrument emission light spectrum
-year years event events ratio inner outer early order total average mean recent respect
-""".split())
-
-_STOP: frozenset[str] | None = None
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-+][A-Za-z0-9]+)*")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
-
-
-def _stop_words() -> frozenset[str]:
-    global _STOP
-    if _STOP is None:
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-        _STOP = frozenset(ENGLISH_STOP_WORDS)
-    return _STOP
-
-
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def specific_terms(text: str) -> set[str]:
-    """The specific content terms of ``text``: lower-cased, stemmed, minus stop words and GENERIC_TERMS.
-
-    Tokens that carry a digit or inner capitals (H2O, CO2, JWST, TRAPPIST-1) are kept
-    whatever their length; other words need at least four letters.
-    """
-    stop = _stop_words()
-    out = set()
-    for tok in _TOKEN.findall(text):
-        low = tok.lower()
-        special = any(c.isdigit() for c in tok) or sum(c.isupper() for c in tok) >= 2
-        if not special and (len(low) < 4 or low in stop):
-            continue
-        stem = _stem(low)
-        if stem in GENERIC_TERMS or low in GENERIC_TERMS:
-            continue
-        out.add(stem)
-    return out
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split an abstract into sentences (a simple, deterministic rule; never empty for non-empty text)."""
-    parts = [s.strip() for s in _SENTENCE.split(" ".join(text.split())) if s.strip()]
-    return parts or ([text.strip()] if text.strip() else [])
 
 
 @dataclass(frozen=True)
@@ -228,19 +212,29 @@ class OfflineJudge:
     @cached_property
     def config_sha256(self) -> str:
         """sha256 of the thresholds and the embedding model's fingerprint."""
-        from ..embed import model_fingerprint
+        from backtest.text.embed import model_fingerprint
 
         return sha256_json({"settings": asdict(self.cfg), "model": model_fingerprint(self.cfg.model)})
 
     def info(self) -> JudgeInfo:
         """Name, model, protocol, lexicon and settings hashes."""
-        return JudgeInfo(name=self.name, model=self.cfg.model, protocol=PROTOCOL,
-                         prompt_sha256=self.prompt_sha256, config_sha256=self.config_sha256)
+        return JudgeInfo(
+            name=self.name,
+            model=self.cfg.model,
+            protocol=PROTOCOL,
+            prompt_sha256=self.prompt_sha256,
+            config_sha256=self.config_sha256,
+        )
 
     def settings(self) -> dict[str, Any]:
         """What changes the labels: thresholds, model, lexicon hash."""
-        return {"kind": "offline-cues-v1", "protocol": PROTOCOL, **asdict(self.cfg),
-                "prompt_sha256": self.prompt_sha256, "config_sha256": self.config_sha256}
+        return {
+            "kind": "offline-cues-v1",
+            "protocol": PROTOCOL,
+            **asdict(self.cfg),
+            "prompt_sha256": self.prompt_sha256,
+            "config_sha256": self.config_sha256,
+        }
 
     def stats(self) -> dict[str, Any]:
         """Questions judged so far (no network, no tokens)."""
@@ -261,8 +255,8 @@ class OfflineJudge:
         document-level similarity, shared-term and object tests); the others cannot
         engage whatever their sentences say.
         """
-        from ..embed import embed_texts
-        from ..objects import find_objects
+        from backtest.text.embed import embed_texts
+        from backtest.text.objects import find_objects
 
         cfg = self.cfg
         qtext = self._question_text(question)
@@ -272,22 +266,36 @@ class OfflineJudge:
         doc_sims = dv @ qv if len(documents) else np.zeros(0)
         q_terms = specific_terms(qtext)
         q_objects = set(find_objects(qtext))
-        rows = []
+        rows: list[dict[str, Any]] = []
         for i, doc in enumerate(documents):
             shared = sorted(q_terms & specific_terms(doc_texts[i]))
             objects = sorted(q_objects & set(find_objects(doc_texts[i])))
-            rows.append({"id": doc.id, "doc_sim": round(float(doc_sims[i]), 4), "sent_sim": None,
-                         "shared": shared, "objects": objects, "needs_object": bool(q_objects),
-                         "cues": {name: [] for name in LEXICONS}, "engaged": False})
-        candidates = [i for i, r in enumerate(rows) if r["doc_sim"] >= cfg.engage_doc_sim
-                      and len(r["shared"]) >= cfg.min_shared_terms and (r["objects"] or not r["needs_object"])]
+            rows.append(
+                {
+                    "id": doc.id,
+                    "doc_sim": round(float(doc_sims[i]), 4),
+                    "sent_sim": None,
+                    "shared": shared,
+                    "objects": objects,
+                    "needs_object": bool(q_objects),
+                    "cues": {name: [] for name in LEXICONS},
+                    "engaged": False,
+                }
+            )
+        candidates = [
+            i
+            for i, r in enumerate(rows)
+            if r["doc_sim"] >= cfg.engage_doc_sim
+            and len(r["shared"]) >= cfg.min_shared_terms
+            and (r["objects"] or not r["needs_object"])
+        ]
         sentences = {i: [documents[i].title.strip()] + split_sentences(documents[i].abstract) for i in candidates}
         flat = [s for i in candidates for s in sentences[i]]
         sv = embed_texts(flat, model=cfg.model) if flat else np.zeros((0, len(qv)), dtype=np.float32)
         offset = 0
         for i in candidates:
             n = len(sentences[i])
-            sims = sv[offset:offset + n] @ qv
+            sims = sv[offset : offset + n] @ qv
             offset += n
             order = sorted(range(n), key=lambda j: (-float(sims[j]), j))[: cfg.cue_sentences]
             cue_text = " ".join(sentences[i][j] for j in order)
@@ -304,10 +312,18 @@ class OfflineJudge:
         has_premise = bool(question.premise or getattr(question, "hypothesis", None))
         if not engaged:
             best = max(rows, key=lambda r: r["doc_sim"], default=None)
-            why = (f"best document {best['id']} has similarity {best['doc_sim']:.2f} and shares "
-                   f"{len(best['shared'])} specific term(s)" if best else "no documents were retrieved")
-            return {"outcome": "not_addressed", "premise_status": "still_plausible" if has_premise else "not_applicable",
-                    "evidence": [], "rationale": f"offline judge: no document engages the question ({why})."}
+            why = (
+                f"best document {best['id']} has similarity {best['doc_sim']:.2f} and shares "
+                f"{len(best['shared'])} specific term(s)"
+                if best
+                else "no documents were retrieved"
+            )
+            return {
+                "outcome": "not_addressed",
+                "premise_status": "still_plausible" if has_premise else "not_applicable",
+                "evidence": [],
+                "rationale": f"offline judge: no document engages the question ({why}).",
+            }
         resolving = [r for r in engaged if r["cues"]["resolution"]]
         opening = [r for r in engaged if r["cues"]["open_question"]]
         if len(resolving) >= cfg.answered_min_docs and engaged[0]["doc_sim"] >= cfg.answered_doc_sim:
@@ -329,13 +345,22 @@ class OfflineJudge:
             premise = "still_plausible"
         evidence = []
         for r in engaged[: cfg.max_evidence]:
-            cues = sorted({c for name in ("resolution", "open_question", "refute", "weaken", "support") for c in r["cues"][name]})
+            cues = sorted(
+                {c for name in ("resolution", "open_question", "refute", "weaken", "support") for c in r["cues"][name]}
+            )
             terms = ", ".join((r["objects"] + [t for t in r["shared"] if t not in r["objects"]])[:6])
-            evidence.append({"id": r["id"], "relevance": f"similarity {r['doc_sim']:.2f} (best sentence {r['sent_sim']:.2f}); "
-                             f"shared terms: {terms}" + (f"; cues: {', '.join(cues[:5])}" if cues else "")})
-        rationale = (f"offline judge: {len(engaged)} of {len(rows)} documents engage the question; "
-                     f"{len(resolving)} carry resolution cues, {len(opening)} open-question cues; "
-                     f"stance cues support={n_support}, refute={n_refute}, weaken={n_weaken}.")
+            evidence.append(
+                {
+                    "id": r["id"],
+                    "relevance": f"similarity {r['doc_sim']:.2f} (best sentence {r['sent_sim']:.2f}); "
+                    f"shared terms: {terms}" + (f"; cues: {', '.join(cues[:5])}" if cues else ""),
+                }
+            )
+        rationale = (
+            f"offline judge: {len(engaged)} of {len(rows)} documents engage the question; "
+            f"{len(resolving)} carry resolution cues, {len(opening)} open-question cues; "
+            f"stance cues support={n_support}, refute={n_refute}, weaken={n_weaken}."
+        )
         return {"outcome": outcome, "premise_status": premise, "evidence": evidence, "rationale": rationale}
 
     def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
@@ -346,13 +371,12 @@ class OfflineJudge:
         return to_judgment(question.question_id, answer, [d.id for d in documents], self.info(), {})
 
 
-@register_judge("offline-cues-v1")
-def _make_offline(config: dict[str, Any], config_path, ws: Workspace | None) -> OfflineJudge:
+def make_offline(config: dict[str, Any], config_path, ws: Workspace | None) -> OfflineJudge:
     fields = {k: v for k, v in config.items() if k not in ("kind", "name", "description")}
     try:
         judge = OfflineJudge(OfflineSettings(**fields))
     except TypeError as exc:
-        from ..errors import BadInput
+        from backtest.core.errors import BadInput
 
         raise BadInput(f"{config_path}: bad offline judge setting ({exc})") from None
     judge.config_path = config_path

@@ -3,7 +3,7 @@
 A judge reads one frozen question and the documents retrieval showed it, and answers
 with two independent labels (``outcome`` and ``premise_status``), the evidence it
 cites and a rationale. The answer is checked by :mod:`backtest.judge.constraints`
-before it becomes a :class:`~backtest.records.Judgment`.
+before it becomes a :class:`~backtest.core.records.Judgment`.
 
 Judges are named either by a registered kind that needs no configuration
 (``offline``) or by a TOML config file (``judges/NAME.toml``, ``kind = "llm"``);
@@ -12,15 +12,24 @@ Judges are named either by a registered kind that needs no configuration
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import BadInput
-from ..records import OUTCOMES, PREMISE_STATUSES, EvidenceItem, Judgment, JudgeInfo, Question, RetrievedDocument
-from ..workspace import Workspace
+from backtest.core.errors import BadInput
+from backtest.core.fileio import read_toml
+from backtest.core.records import (
+    OUTCOMES,
+    PREMISE_STATUSES,
+    EvidenceItem,
+    JudgeInfo,
+    Judgment,
+    Question,
+    RetrievedDocument,
+)
+from backtest.core.registry import Registry
+from backtest.core.workspace import Workspace
 
 
 class AnswerEvidence(EvidenceItem):
@@ -40,8 +49,9 @@ class JudgeAnswer(BaseModel):
     rationale: str = ""
 
 
-def answer_schema(shown_ids: list[str] | None = None, max_rationale_chars: int = 400,
-                  max_relevance_chars: int = 160) -> dict[str, Any]:
+def answer_schema(
+    shown_ids: list[str] | None = None, max_rationale_chars: int = 400, max_relevance_chars: int = 160
+) -> dict[str, Any]:
     """The JSON schema an LLM answer must follow (labels and, when given, cited ids as enums).
 
     String lengths and the number of citations are bounded so a small model cannot run
@@ -60,8 +70,7 @@ def answer_schema(shown_ids: list[str] | None = None, max_rationale_chars: int =
                 "maxItems": max(1, len(shown_ids or []) or 8),
                 "items": {
                     "type": "object",
-                    "properties": {"id": id_schema,
-                                   "relevance": {"type": "string", "maxLength": max_relevance_chars}},
+                    "properties": {"id": id_schema, "relevance": {"type": "string", "maxLength": max_relevance_chars}},
                     "required": ["id", "relevance"],
                     "additionalProperties": False,
                 },
@@ -95,39 +104,34 @@ class Judge(Protocol):
 
 
 JudgeFactory = Callable[[dict[str, Any], "Path | None", "Workspace | None"], Judge]
-_REGISTRY: dict[str, tuple[JudgeFactory, bool]] = {}
+
+# Judge kinds: a bare ``--judge NAME`` or a config's ``kind = "NAME"``. Plugins: entry-point group
+# ``backtest.judges``, each a factory ``(config, config_path, ws) -> Judge``; a factory that needs a
+# config file says so itself (BadInput) when ``config_path`` is None.
+JUDGES: Registry[JudgeFactory] = Registry(
+    "judge",
+    "judges",
+    {
+        "offline": "backtest.judge.fitted:make_fitted",
+        "offline-cues-v1": "backtest.judge.offline:make_offline",
+        "llm": "backtest.judge.llm:make_llm",
+    },
+)
 
 
-def register_judge(kind: str, needs_config: bool = False) -> Callable[[JudgeFactory], JudgeFactory]:
-    """Register a factory ``(config, config_path, ws) -> Judge`` under ``kind``."""
-
-    def deco(factory: JudgeFactory) -> JudgeFactory:
-        _REGISTRY[kind] = (factory, needs_config)
-        return factory
-
-    return deco
-
-
-def _load_builtin() -> None:
-    from . import fitted, llm, offline  # noqa: F401 - registration side effect
+def register_judge(kind: str) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Decorator registering a factory ``(config, config_path, ws) -> Judge`` under ``kind`` (in-process)."""
+    return JUDGES.register(kind)
 
 
 def judge_names() -> list[str]:
     """The registered judge kinds."""
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return JUDGES.names()
 
 
 def load_config(path: Path) -> dict[str, Any]:
     """Read a judge TOML config, with BadInput naming the file on any problem."""
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such judge config") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: bad TOML ({exc})") from None
-    return data
+    return read_toml(path, "judge config")
 
 
 def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | None = None) -> Judge:
@@ -135,21 +139,20 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
 
     ``None`` means the default, ``offline``.
     """
-    _load_builtin()
     value = str(name_or_config_path or "offline")
     path = Path(value)
     candidates = [path]
     if ws is not None and not path.is_absolute():
         candidates += [ws.root / path, ws.judges / path, ws.judges / f"{value}.toml"]
     config_path = next((p for p in candidates if p.suffix == ".toml" and p.is_file()), None)
-    if config_path is None and value in _REGISTRY and not _REGISTRY[value][1]:
-        return _REGISTRY[value][0]({}, None, ws)
+    if config_path is None and value in JUDGES:
+        return JUDGES.get(value)({}, None, ws)
     if config_path is None:
         if value.endswith(".toml"):
             raise BadInput(f"{value}: no such judge config")
-        raise BadInput(f"unknown judge {value!r}: give a judges/NAME.toml config or one of {', '.join(k for k, (_, c) in sorted(_REGISTRY.items()) if not c)}")
+        raise BadInput(f"{JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
     config = load_config(config_path)
-    kind = config.get("kind", "llm")
-    if kind not in _REGISTRY:
-        raise BadInput(f"{config_path}: unknown judge kind {kind!r} (known: {', '.join(sorted(_REGISTRY))})")
-    return _REGISTRY[kind][0](config, config_path.resolve(), ws)
+    kind = str(config.get("kind", "llm"))
+    if kind not in JUDGES:
+        raise BadInput(f"{config_path}: {JUDGES.unknown(kind).message.replace('unknown judge', 'unknown judge kind')}")
+    return JUDGES.get(kind)(config, config_path.resolve(), ws)

@@ -6,8 +6,16 @@ Members of :data:`RETRIEVERS`: ``bm25`` (bm25s, Okapi scoring equal to rank-bm25
 :func:`retrieve_frozen`.
 """
 
-from .pipeline import retrieve_frozen, retrieve_questions, write_retrievals
-from .protocol import RETRIEVERS, FutureDocs, Retriever, get_retriever, load_future_docs
+from backtest.retrieve.pipeline import retrieve_frozen, retrieve_questions, write_retrievals
+from backtest.retrieve.protocol import RETRIEVERS, FutureDocs, Retriever, get_retriever, load_future_docs
 
-__all__ = ["RETRIEVERS", "FutureDocs", "Retriever", "get_retriever", "load_future_docs",
-           "retrieve_frozen", "retrieve_questions", "write_retrievals"]
+__all__ = [
+    "RETRIEVERS",
+    "FutureDocs",
+    "Retriever",
+    "get_retriever",
+    "load_future_docs",
+    "retrieve_frozen",
+    "retrieve_questions",
+    "write_retrievals",
+]

@@ -27,9 +27,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import BadInput
-from .index_store import open_or_build
-from .protocol import FutureDocs, Hit, register, top_k
+from backtest.core.errors import BadInput
+from backtest.retrieve.index_store import open_or_build
+from backtest.retrieve.protocol import FutureDocs, Hit, top_k
 
 TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 TOKENIZER = "lower+regex(?u)\\b\\w\\w+\\b+bm25s-stopwords-en+no-stem"
@@ -90,20 +90,34 @@ def okapi_scores(model, query_tokens: Sequence[str]) -> np.ndarray:
     return model.get_scores_from_ids(ids)
 
 
-@register("bm25")
 class BM25Retriever:
     """Okapi BM25 over the title and abstract of a verified future corpus, cached on disk."""
 
     name = "bm25"
 
-    def __init__(self, docs: FutureDocs, text_fields: Sequence[str] = ("title", "abstract"), k1: float = 1.5,
-                 b: float = 0.75, epsilon: float = 0.25, model: str | None = None, **_: Any):
+    def __init__(
+        self,
+        docs: FutureDocs,
+        text_fields: Sequence[str] = ("title", "abstract"),
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        model: str | None = None,
+        **_: Any,
+    ):
         bm25s = _bm25s()
         self.docs = docs
         self.text_fields = list(text_fields)
-        self.params = {"k1": k1, "b": b, "epsilon": epsilon, "variant": "okapi (= rank_bm25.BM25Okapi)",
-                       "tokenizer": TOKENIZER, "text_fields": self.text_fields, "dtype": DTYPE,
-                       "bm25s": bm25s.__version__}
+        self.params = {
+            "k1": k1,
+            "b": b,
+            "epsilon": epsilon,
+            "variant": "okapi (= rank_bm25.BM25Okapi)",
+            "tokenizer": TOKENIZER,
+            "text_fields": self.text_fields,
+            "dtype": DTYPE,
+            "bm25s": bm25s.__version__,
+        }
 
         def build(folder: Path) -> None:
             tokens = [tokenize(docs.text(r, self.text_fields)) for r in range(len(docs))]

@@ -1,7 +1,7 @@
 """Dense retrieval: sentence-transformers embeddings searched with faiss.
 
 Documents are embedded once per (corpus seal, model fingerprint, text fields) with
-:func:`backtest.embed.embed_texts` (unit vectors, so inner product = cosine) and
+:func:`backtest.text.embed.embed_texts` (unit vectors, so inner product = cosine) and
 cached under ``corpora/<id>/index/embeddings/<key>/embeddings.npy``. The model is a
 setting: the packaged ``all-MiniLM-L6-v2`` by default, or any sentence-transformers
 folder on disk.
@@ -27,11 +27,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..embed import DEFAULT_MODEL, embed_texts, model_fingerprint
-from ..errors import BadInput
-from ..fileio import atomic_writer
-from .index_store import has_valid, open_or_build
-from .protocol import FutureDocs, Hit, register
+from backtest.core.errors import BadInput
+from backtest.core.fileio import atomic_writer
+from backtest.retrieve.index_store import has_valid, open_or_build
+from backtest.retrieve.protocol import FutureDocs, Hit
+from backtest.text.embed import DEFAULT_MODEL, embed_texts, model_fingerprint
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
 
@@ -46,11 +46,20 @@ def _faiss():
 
 def embedding_params(model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract")) -> dict[str, Any]:
     """What identifies a corpus embedding (the cache key's parameters)."""
-    return {"model": model, "model_fingerprint": model_fingerprint(model), "text_fields": list(text_fields), "normalized": True}
+    return {
+        "model": model,
+        "model_fingerprint": model_fingerprint(model),
+        "text_fields": list(text_fields),
+        "normalized": True,
+    }
 
 
-def corpus_embeddings(docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract"),
-                      progress: bool = False) -> tuple[np.ndarray, str, dict[str, Any]]:
+def corpus_embeddings(
+    docs: FutureDocs,
+    model: str = DEFAULT_MODEL,
+    text_fields: Sequence[str] = ("title", "abstract"),
+    progress: bool = False,
+) -> tuple[np.ndarray, str, dict[str, Any]]:
     """The (n, d) unit vectors of every document, from the cache or freshly embedded; also the cache key and params."""
     params = embedding_params(model, text_fields)
 
@@ -64,20 +73,32 @@ def corpus_embeddings(docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields:
     return np.ascontiguousarray(vectors, dtype=np.float32), key, params
 
 
-def embeddings_cached(docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract")) -> bool:
+def embeddings_cached(
+    docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract")
+) -> bool:
     """True when valid embeddings of ``docs`` are cached (workspace or ``BACKTEST_INDEX_CACHE``)."""
     return has_valid(docs, "embeddings", embedding_params(model, text_fields))
 
 
-@register("dense")
 class DenseRetriever:
     """Cosine search over sentence embeddings of a verified future corpus."""
 
     name = "dense"
 
-    def __init__(self, docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract"),
-                 index: str = "flat", hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128,
-                 nlist: int | None = None, nprobe: int = 16, progress: bool = False, **_: Any):
+    def __init__(
+        self,
+        docs: FutureDocs,
+        model: str = DEFAULT_MODEL,
+        text_fields: Sequence[str] = ("title", "abstract"),
+        index: str = "flat",
+        hnsw_m: int = 32,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        nlist: int | None = None,
+        nprobe: int = 16,
+        progress: bool = False,
+        **_: Any,
+    ):
         if index not in INDEX_KINDS:
             raise BadInput(f"dense index {index!r}: choose one of {', '.join(INDEX_KINDS)}")
         faiss = _faiss()
@@ -86,8 +107,12 @@ class DenseRetriever:
         self.vectors, self.embedding_key, emb_params = corpus_embeddings(docs, model, text_fields, progress)
         n, dim = self.vectors.shape
         self.kind = index
-        self.params: dict[str, Any] = {"index": index, "text_fields": list(text_fields),
-                                       "model_fingerprint": emb_params["model_fingerprint"], "embedding_key": self.embedding_key}
+        self.params: dict[str, Any] = {
+            "index": index,
+            "text_fields": list(text_fields),
+            "model_fingerprint": emb_params["model_fingerprint"],
+            "embedding_key": self.embedding_key,
+        }
         if index == "flat":
             self.key = self.embedding_key
             self.index = faiss.IndexFlatIP(dim)
@@ -98,7 +123,7 @@ class DenseRetriever:
         else:
             nlist = nlist or max(1, min(n // 39, int(4 * math.sqrt(n))))
             self.params.update(nlist=nlist)
-        key_params = dict(self.params, faiss=faiss.__version__)
+        key_params: dict[str, Any] = dict(self.params, faiss=faiss.__version__)
 
         def build(folder: Path) -> None:
             if index == "hnsw":
@@ -110,7 +135,7 @@ class DenseRetriever:
             built.add(self.vectors)
             faiss.write_index(built, str(folder / "faiss.index"))
 
-        folder, self.key, _ = open_or_build(docs, "dense", key_params, build)
+        folder, self.key, _built = open_or_build(docs, "dense", key_params, build)
         self.index = faiss.read_index(str(folder / "faiss.index"))
         if index == "hnsw":
             self.index.hnsw.efSearch = ef_search

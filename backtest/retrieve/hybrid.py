@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..embed import DEFAULT_MODEL
-from .bm25 import BM25Retriever
-from .dense import DenseRetriever
-from .protocol import FutureDocs, Hit, register
+from backtest.retrieve.bm25 import BM25Retriever
+from backtest.retrieve.dense import DenseRetriever
+from backtest.retrieve.protocol import FutureDocs, Hit
+from backtest.text.embed import DEFAULT_MODEL
 
 
 def rrf_fuse(rankings: Sequence[Sequence[Hit]], k: int, rrf_k: int = 60) -> list[Hit]:
@@ -24,14 +24,21 @@ def rrf_fuse(rankings: Sequence[Sequence[Hit]], k: int, rrf_k: int = 60) -> list
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
 
 
-@register("hybrid")
 class HybridRetriever:
     """RRF of :class:`BM25Retriever` and :class:`DenseRetriever` over the same corpus."""
 
     name = "hybrid"
 
-    def __init__(self, docs: FutureDocs, model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract"),
-                 rrf_k: int = 60, depth: int = 100, progress: bool = False, **dense_settings: Any):
+    def __init__(
+        self,
+        docs: FutureDocs,
+        model: str = DEFAULT_MODEL,
+        text_fields: Sequence[str] = ("title", "abstract"),
+        rrf_k: int = 60,
+        depth: int = 100,
+        progress: bool = False,
+        **dense_settings: Any,
+    ):
         self.bm25 = BM25Retriever(docs, text_fields=text_fields)
         self.dense = DenseRetriever(docs, model=model, text_fields=text_fields, progress=progress, **dense_settings)
         self.model = model
@@ -40,10 +47,18 @@ class HybridRetriever:
 
     def spec(self) -> dict[str, Any]:
         """Both members' specs plus the fusion parameters."""
-        return {"method": self.name, "model": self.model,
-                "params": {"fusion": "reciprocal-rank", "rrf_k": self.rrf_k, "depth": self.depth,
-                           "bm25": self.bm25.spec(), "dense": self.dense.spec()},
-                "index_key": f"{self.bm25.key}+{self.dense.key}"}
+        return {
+            "method": self.name,
+            "model": self.model,
+            "params": {
+                "fusion": "reciprocal-rank",
+                "rrf_k": self.rrf_k,
+                "depth": self.depth,
+                "bm25": self.bm25.spec(),
+                "dense": self.dense.spec(),
+            },
+            "index_key": f"{self.bm25.key}+{self.dense.key}",
+        }
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Top ``k`` by fused reciprocal rank."""

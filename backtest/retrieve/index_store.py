@@ -34,10 +34,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..fileio import read_json, write_json
-from ..errors import BadInput
-from ..seal import sha256_file, sha256_json
-from .protocol import FutureDocs
+from backtest.core.errors import BadInput
+from backtest.core.fileio import read_json, write_json
+from backtest.core.seal import sha256_file, sha256_json
+from backtest.retrieve.protocol import FutureDocs
 
 INDEX_FORMAT = "1"
 META_FILE = "INDEX.json"
@@ -45,7 +45,13 @@ META_FILE = "INDEX.json"
 
 def index_inputs(docs: FutureDocs, method: str, params: dict[str, Any]) -> dict[str, Any]:
     """Everything that identifies an index of ``method`` over ``docs`` with ``params``."""
-    return {"format": INDEX_FORMAT, "method": method, "corpus_id": docs.corpus_id, "corpus_seal": docs.seal, "params": params}
+    return {
+        "format": INDEX_FORMAT,
+        "method": method,
+        "corpus_id": docs.corpus_id,
+        "corpus_seal": docs.seal,
+        "params": params,
+    }
 
 
 def index_key(inputs: dict[str, Any]) -> str:
@@ -111,7 +117,7 @@ def sweep_stale(parent: Path) -> list[Path]:
 
     A temp folder of an older build without a process id in its name is removed too when
     it is over an hour old."""
-    removed = []
+    removed: list[Path] = []
     if not parent.is_dir():
         return removed
     for path in parent.glob(".*.tmp"):
@@ -143,10 +149,13 @@ def has_valid(docs: FutureDocs, method: str, params: dict[str, Any]) -> bool:
     key = index_key(inputs)
     shared = _shared_dir(docs, method, key)
     return is_valid(index_dir(docs, method, key), inputs, len(docs)) or (
-        shared is not None and is_valid(shared, inputs, len(docs)))
+        shared is not None and is_valid(shared, inputs, len(docs))
+    )
 
 
-def open_or_build(docs: FutureDocs, method: str, params: dict[str, Any], build: Callable[[Path], None]) -> tuple[Path, str, bool]:
+def open_or_build(
+    docs: FutureDocs, method: str, params: dict[str, Any], build: Callable[[Path], None]
+) -> tuple[Path, str, bool]:
     """Return ``(folder, key, built)`` for a valid index, calling ``build(tmp_folder)`` when there is none.
 
     ``build`` writes the index files into the folder it is given. A stale or

@@ -26,17 +26,19 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from ..corpus.future import open_future_corpus
-from ..embed import embed_texts, model_fingerprint
-from ..errors import BadInput, CheckFailed
-from ..fileio import write_jsonl
-from ..records import Instance, Question, RetrievedDocument, Retrieval
-from ..workspace import Workspace
-from .protocol import FutureDocs, Retriever, get_retriever, load_future_docs
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.fileio import write_jsonl
+from backtest.core.records import Instance, Question, Retrieval, RetrievedDocument
+from backtest.core.workspace import Workspace
+from backtest.corpus.future import open_future_corpus
+from backtest.retrieve.protocol import FutureDocs, Retriever, get_retriever, load_future_docs
+from backtest.text.embed import embed_texts, model_fingerprint
 
 QUERY_RULE = "question text only (sub_questions, premise and contract fields not appended)"
-SHOWN_RULE = ("whitespace collapsed; title cut to max_chars; abstract cut to max_chars - len(title); "
-              "a cut ends at the last space that keeps >= half the budget, then '…' (counted)")
+SHOWN_RULE = (
+    "whitespace collapsed; title cut to max_chars; abstract cut to max_chars - len(title); "
+    "a cut ends at the last space that keeps >= half the budget, then '…' (counted)"
+)
 ELLIPSIS = "…"
 DECIMALS = 6
 BATCH = 32
@@ -59,7 +61,9 @@ def clip(text: str, limit: int) -> str:
     return cut.rstrip() + ELLIPSIS
 
 
-def shown_text(title: str, abstract: str, max_chars: int, text_fields: Sequence[str] = ("title", "abstract")) -> tuple[str, str]:
+def shown_text(
+    title: str, abstract: str, max_chars: int, text_fields: Sequence[str] = ("title", "abstract")
+) -> tuple[str, str]:
     """The exact (title, abstract) a judge is shown for a document."""
     shown_title = clip(title, max_chars) if "title" in text_fields else ""
     shown_abstract = clip(abstract, max_chars - len(shown_title)) if "abstract" in text_fields else ""
@@ -71,8 +75,9 @@ def query_text(question: Question) -> str:
     return question.question
 
 
-def open_retriever(instance: Instance, ws: Workspace, method: str | None = None, progress: bool = False,
-                   **settings: Any) -> tuple[FutureDocs, Retriever]:
+def open_retriever(
+    instance: Instance, ws: Workspace, method: str | None = None, progress: bool = False, **settings: Any
+) -> tuple[FutureDocs, Retriever]:
     """The verified future corpus of ``instance`` and a retriever over it (kept per process).
 
     The future manifest must match the instance's seal and every record must verify
@@ -96,14 +101,21 @@ def top1_similarities(queries: Sequence[str], texts: Sequence[str | None], model
     if not present:
         return out
     qv = embed_texts([queries[i] for i in present], model=model)
-    dv = embed_texts([texts[i] for i in present], model=model)
+    dv = embed_texts([str(texts[i]) for i in present], model=model)
     for i, sim in zip(present, np.einsum("ij,ij->i", qv, dv)):
         out[i] = round(float(sim), DECIMALS)
     return out
 
 
-def retrieve_questions(questions: Sequence[Question], instance: Instance, ws: Workspace, method: str | None = None,
-                       k: int | None = None, progress: bool = False, **settings: Any) -> list[Retrieval]:
+def retrieve_questions(
+    questions: Sequence[Question],
+    instance: Instance,
+    ws: Workspace,
+    method: str | None = None,
+    k: int | None = None,
+    progress: bool = False,
+    **settings: Any,
+) -> list[Retrieval]:
     """One :class:`Retrieval` per question, in question order, from the instance's future corpus only.
 
     ``method``/``k`` default to the instance's retrieval settings; ``settings`` go to
@@ -115,15 +127,27 @@ def retrieve_questions(questions: Sequence[Question], instance: Instance, ws: Wo
     docs, retriever = open_retriever(instance, ws, method, progress=progress, **settings)
     rs = instance.retrieval
     sim_model = rs.model
-    spec = dict(retriever.spec(), query=QUERY_RULE,
-                shown={"max_chars": rs.max_chars, "text_fields": list(rs.text_fields), "rule": SHOWN_RULE},
-                similarity={"model": sim_model, "model_fingerprint": model_fingerprint(sim_model), "of": "question vs top-1 hit"})
+    spec = dict(
+        retriever.spec(),
+        query=QUERY_RULE,
+        shown={"max_chars": rs.max_chars, "text_fields": list(rs.text_fields), "rule": SHOWN_RULE},
+        similarity={
+            "model": sim_model,
+            "model_fingerprint": model_fingerprint(sim_model),
+            "of": "question vs top-1 hit",
+        },
+    )
     queries = [query_text(q) for q in questions]
     hits: list = []
-    with tqdm(total=len(queries), desc=f"retrieving ({spec['method']}, k={k})", unit=" q", file=sys.stderr,
-              disable=not progress) as bar:
+    with tqdm(
+        total=len(queries),
+        desc=f"retrieving ({spec['method']}, k={k})",
+        unit=" q",
+        file=sys.stderr,
+        disable=not progress,
+    ) as bar:
         for start in range(0, len(queries), BATCH):
-            batch = queries[start:start + BATCH]
+            batch = queries[start : start + BATCH]
             hits.extend(retriever.search(batch, k))
             bar.update(len(batch))
     best = [docs.text(h[0][0], rs.text_fields) if h else None for h in hits]
@@ -133,10 +157,28 @@ def retrieve_questions(questions: Sequence[Question], instance: Instance, ws: Wo
         documents = []
         for rank, (row, score) in enumerate(ranked, start=1):
             title, abstract = shown_text(docs.titles[row], docs.abstracts[row], rs.max_chars, rs.text_fields)
-            documents.append(RetrievedDocument(rank=rank, id=docs.ids[row], score=round(score, DECIMALS),
-                                               published=docs.published[row], title=title, abstract=abstract))
-        out.append(Retrieval(question_id=question.question_id, retriever=spec, corpus_id=docs.corpus_id,
-                             corpus_seal=docs.seal, k=k, documents=documents, top1_similarity=sim, query=query))
+            documents.append(
+                RetrievedDocument(
+                    rank=rank,
+                    id=docs.ids[row],
+                    score=round(score, DECIMALS),
+                    published=docs.published[row],
+                    title=title,
+                    abstract=abstract,
+                )
+            )
+        out.append(
+            Retrieval(
+                question_id=question.question_id,
+                retriever=spec,
+                corpus_id=docs.corpus_id,
+                corpus_seal=docs.seal,
+                k=k,
+                documents=documents,
+                top1_similarity=sim,
+                query=query,
+            )
+        )
     return out
 
 
@@ -148,14 +190,21 @@ def write_retrievals(path: str | Path, retrievals: Sequence[Retrieval]) -> Path:
     return write_jsonl(path, [r.model_dump(mode="json") for r in retrievals])
 
 
-def retrieve_frozen(frozen_path: str | Path, ws: Workspace, out_path: str | Path | None = None, method: str | None = None,
-                    k: int | None = None, progress: bool = False, **settings: Any) -> list[Retrieval]:
+def retrieve_frozen(
+    frozen_path: str | Path,
+    ws: Workspace,
+    out_path: str | Path | None = None,
+    method: str | None = None,
+    k: int | None = None,
+    progress: bool = False,
+    **settings: Any,
+) -> list[Retrieval]:
     """Retrieve for every question of a frozen set; refuses a set that is not frozen or not intact (exit 1).
 
     Writes ``retrieval.jsonl`` under ``out_path`` when given (a folder or a ``.jsonl`` file).
     """
-    from ..freeze import is_frozen_and_intact, load_frozen
-    from ..instance import load_instance
+    from backtest.corpus.instance import load_instance
+    from backtest.submit.freeze import is_frozen_and_intact, load_frozen
 
     ok, why = is_frozen_and_intact(Path(frozen_path), ws)
     if not ok:
@@ -163,8 +212,10 @@ def retrieve_frozen(frozen_path: str | Path, ws: Workspace, out_path: str | Path
     bundle = load_frozen(Path(frozen_path))
     instance = load_instance(bundle.frozen.instance_id, ws)
     if instance.seal != bundle.frozen.instance_seal:
-        raise CheckFailed(f"{frozen_path}: frozen against instance seal {bundle.frozen.instance_seal[:12]}…, "
-                          f"but instance {instance.instance_id} now has {instance.seal[:12]}…")
+        raise CheckFailed(
+            f"{frozen_path}: frozen against instance seal {bundle.frozen.instance_seal[:12]}…, "
+            f"but instance {instance.instance_id} now has {instance.seal[:12]}…"
+        )
     retrievals = retrieve_questions(bundle.questions, instance, ws, method=method, k=k, progress=progress, **settings)
     if out_path is not None:
         write_retrievals(out_path, retrievals)

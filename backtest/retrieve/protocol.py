@@ -3,7 +3,7 @@
 Every retriever is built from a :class:`FutureDocs`: the documents of a *future*
 corpus whose manifest seal and record hashes were verified just before. A past
 corpus, a bare manifest or record, or a corpus that does not verify is refused
-with :class:`~backtest.errors.CheckFailed` (exit 1) — retrieval never reads the
+with :class:`~backtest.core.errors.CheckFailed` (exit 1) — retrieval never reads the
 past side, and never trusts files it has not checked.
 
 Documents are addressed by their row in the corpus file (``records.jsonl`` order,
@@ -19,12 +19,13 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..corpus.build import RECORDS_FILE, verify_corpus
-from ..corpus.store import CorpusStore, PastCorpus
-from ..errors import BadInput, CheckFailed
-from ..records import CorpusManifest
-from ..seal import compute_seal
-from ..workspace import Workspace
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.records import CorpusManifest
+from backtest.core.registry import Registry
+from backtest.core.seal import compute_seal
+from backtest.core.workspace import Workspace
+from backtest.corpus.build import RECORDS_FILE, verify_corpus
+from backtest.corpus.store import CorpusStore, PastCorpus
 
 # One ranked hit: (row in the corpus, score). Higher scores rank first.
 Hit = tuple[int, float]
@@ -71,7 +72,9 @@ def check_future(corpus: Any, ws: Workspace | None = None, verify: bool = True) 
     """
     if isinstance(corpus, CorpusManifest):
         if corpus.role != "future":
-            raise CheckFailed(f"corpus {corpus.corpus_id} has role {corpus.role!r}; retrievers read only a future corpus")
+            raise CheckFailed(
+                f"corpus {corpus.corpus_id} has role {corpus.role!r}; retrievers read only a future corpus"
+            )
         if ws is None:
             raise BadInput("a manifest needs its workspace to be opened")
         if compute_seal(corpus.model_dump(mode="json")) != corpus.seal:
@@ -82,7 +85,9 @@ def check_future(corpus: Any, ws: Workspace | None = None, verify: bool = True) 
         raise CheckFailed(f"{what}: retrievers read only a verified future corpus, not {type(corpus).__name__}")
     manifest = corpus.manifest
     if manifest.role != "future":
-        raise CheckFailed(f"corpus {manifest.corpus_id} has role {manifest.role!r}; retrievers read only a future corpus")
+        raise CheckFailed(
+            f"corpus {manifest.corpus_id} has role {manifest.role!r}; retrievers read only a future corpus"
+        )
     if compute_seal(manifest.model_dump(mode="json")) != manifest.seal:
         raise CheckFailed(f"corpus {manifest.corpus_id}: manifest seal does not verify; refusing to retrieve from it")
     if verify:
@@ -102,7 +107,9 @@ def load_future_docs(corpus: Any, ws: Workspace | None = None, verify: bool = Tr
             titles.append(rec.get("title", ""))
             abstracts.append(rec.get("abstract", ""))
     if len(ids) != store.manifest.n_records:
-        raise CheckFailed(f"corpus {store.corpus_id}: {len(ids)} records on disk, manifest says {store.manifest.n_records}")
+        raise CheckFailed(
+            f"corpus {store.corpus_id}: {len(ids)} records on disk, manifest says {store.manifest.n_records}"
+        )
     return FutureDocs(store.corpus_id, store.seal, store.manifest, store.ws, ids, dates, titles, abstracts)
 
 
@@ -115,7 +122,7 @@ def top_k(scores: np.ndarray, k: int, positive_only: bool = False) -> list[Hit]:
     if n == 0 or k <= 0:
         return []
     k = min(k, n)
-    threshold = scores[np.argpartition(scores, n - k)[n - k:]].min() if k < n else scores.min()
+    threshold = scores[np.argpartition(scores, n - k)[n - k :]].min() if k < n else scores.min()
     candidates = np.flatnonzero(scores >= threshold)  # every row tied at the threshold, in row order
     order = np.lexsort((candidates, -scores[candidates]))[:k]
     rows = candidates[order]
@@ -137,21 +144,21 @@ class Retriever(Protocol):
         ...
 
 
-# name -> factory(docs, ws, **settings) -> Retriever. Members register themselves on import.
-RETRIEVERS: dict[str, Callable[..., Retriever]] = {}
+# name -> factory(docs, **settings) -> Retriever. Plugins: entry-point group ``backtest.retrievers``.
+RETRIEVERS: Registry[Callable[..., Retriever]] = Registry(
+    "retriever",
+    "retrievers",
+    {
+        "bm25": "backtest.retrieve.bm25:BM25Retriever",
+        "dense": "backtest.retrieve.dense:DenseRetriever",
+        "hybrid": "backtest.retrieve.hybrid:HybridRetriever",
+    },
+)
 
 
-def register(name: str) -> Callable:
-    """Class decorator adding a retriever factory to :data:`RETRIEVERS`."""
-
-    def add(factory: Callable) -> Callable:
-        RETRIEVERS[name] = factory
-        return factory
-
-    return add
-
-
-def get_retriever(method: str, corpus: Any, ws: Workspace | None = None, verify: bool = True, **settings: Any) -> Retriever:
+def get_retriever(
+    method: str, corpus: Any, ws: Workspace | None = None, verify: bool = True, **settings: Any
+) -> Retriever:
     """Build (or load from the index cache) the retriever ``method`` over a verified future corpus.
 
     ``corpus`` may be a :class:`FutureDocs` already checked, a :class:`CorpusStore`
@@ -159,11 +166,10 @@ def get_retriever(method: str, corpus: Any, ws: Workspace | None = None, verify:
     verify raises CheckFailed. ``settings`` are the method's parameters (``model``,
     ``text_fields``, ``k1``, ``index``...).
     """
-    from . import bm25, dense, hybrid  # noqa: F401  (register the members)
-
-    if method not in RETRIEVERS:
-        raise BadInput(f"unknown retriever {method!r}; known: {', '.join(sorted(RETRIEVERS))}")
+    factory = RETRIEVERS.get(method)
     docs = corpus if isinstance(corpus, FutureDocs) else load_future_docs(corpus, ws, verify=verify)
     if docs.manifest.role != "future":
-        raise CheckFailed(f"corpus {docs.corpus_id} has role {docs.manifest.role!r}; retrievers read only a future corpus")
-    return RETRIEVERS[method](docs, **settings)
+        raise CheckFailed(
+            f"corpus {docs.corpus_id} has role {docs.manifest.role!r}; retrievers read only a future corpus"
+        )
+    return factory(docs, **settings)

@@ -14,15 +14,19 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
-from ...errors import BadInput
-from ...fileio import open_text
-from ...records import CorpusRecord
+from backtest.core.errors import BadInput
+from backtest.core.fileio import open_text
+from backtest.core.records import CorpusRecord
+from backtest.core.registry import Registry
 
 
 class Source(Protocol):
     """A corpus source: a name and a function from input paths to records."""
 
     name: str
+    count_keys: tuple[str, ...]  # manifest counts this source adds to (``counts``)
+    counts: dict[str, int]
+    rules: dict[str, str]  # the source's own rules, recorded in the manifest
 
     def input_files(self, inputs: list[Path]) -> list[Path]:
         """The concrete files this source will read, in the order it reads them."""
@@ -79,32 +83,32 @@ class RowSource:
             yield CorpusRecord.model_construct(**row)
 
 
-SOURCES: dict[str, Callable[[], Source]] = {}
+# Source adapters (``corpus build --source NAME``). Plugins: entry-point group ``backtest.corpus_sources``.
+SOURCES: Registry[Callable[[], Source]] = Registry(
+    "source",
+    "corpus_sources",
+    {
+        "arxiv-archive": "backtest.corpus.sources.arxiv_archive:ArxivArchive",
+        "arxiv-daily": "backtest.corpus.sources.arxiv_daily:ArxivDaily",
+        "arxiv-oai": "backtest.corpus.sources.arxiv_oai:ArxivOai",
+        "jsonl": "backtest.corpus.sources.jsonl:JsonlRecords",
+    },
+)
 
 
-def add_to_registry(registry: dict[str, Callable], name: str) -> Callable:
-    """Class decorator setting ``cls.name = name`` and adding the class to ``registry`` under ``name``."""
+def named(name: str) -> Callable:
+    """Class decorator setting ``cls.name = name`` (the name records and manifests carry)."""
 
     def deco(cls):
         cls.name = name
-        registry[name] = cls
         return cls
 
     return deco
 
 
-def register(name: str) -> Callable:
-    """Class decorator adding a source adapter to the registry under ``name``."""
-    return add_to_registry(SOURCES, name)
-
-
 def get_source(name: str) -> Source:
     """Instantiate the adapter called ``name`` or raise BadInput listing the known ones."""
-    from . import arxiv_archive, arxiv_daily, arxiv_oai, jsonl  # noqa: F401  (registration)
-
-    if name not in SOURCES:
-        raise BadInput(f"unknown source {name!r}; known: {', '.join(sorted(SOURCES))}")
-    return SOURCES[name]()
+    return SOURCES.get(name)()
 
 
 def expand_inputs(inputs: list[Path], pattern: str) -> list[Path]:
@@ -142,7 +146,8 @@ ID_VERSION_RULE = (
 )
 ID_VERSION_COUNT_KEYS = ("n_id_versions_stripped", "n_stripped_id_collisions")
 _VERSIONED_ARXIV_ID = re.compile(
-    r"((?:arXiv:)?(?:\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7}))v[1-9]\d*", re.ASCII)
+    r"((?:arXiv:)?(?:\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7}))v[1-9]\d*", re.ASCII
+)
 
 
 def strip_arxiv_version(identifier: str) -> str:

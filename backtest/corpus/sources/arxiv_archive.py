@@ -23,8 +23,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Iterator
 
-from ...errors import BadInput
-from . import RowSource, clean_text, expand_inputs, open_text_prefetched, register
+from backtest.core.errors import BadInput
+from backtest.corpus.sources import RowSource, clean_text, expand_inputs, named, open_text_prefetched
 
 REQUIRED = ("arxiv_id", "abstract", "title", "created", "categories", "author_text", "doi")
 csv.field_size_limit(1 << 26)
@@ -73,7 +73,7 @@ def repair_float_id(identifier: str) -> str | None:
     return identifier if repaired == identifier else repaired
 
 
-@register("arxiv-archive")
+@named("arxiv-archive")
 class ArxivArchive(RowSource):
     """Reads a folder of ``<category>.tsv.xz`` files, or a list of them; float-mangled ids are repaired."""
 
@@ -97,7 +97,6 @@ class ArxivArchive(RowSource):
     def _file_rows(self, path: Path) -> Iterator[dict]:
         handle = open_text_prefetched(path)
         reader = csv.reader(handle, delimiter="\t")
-        line = 0
         try:
             with handle:
                 header = next(reader, None)
@@ -112,7 +111,9 @@ class ArxivArchive(RowSource):
                 counts = self.counts
                 for row in reader:
                     if len(row) != width:
-                        raise BadInput(f"{path}:{reader.line_num}: expected {width} tab-separated columns, got {len(row)}")
+                        raise BadInput(
+                            f"{path}:{reader.line_num}: expected {width} tab-separated columns, got {len(row)}"
+                        )
                     record = _record(pick(row), days, path, reader.line_num)
                     written = record["id"]
                     identifier = repair_float_id(written)

@@ -19,14 +19,14 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from ...errors import BadInput
-from ...fileio import iter_jsonl
-from . import RowSource, clean_text, expand_inputs, register
+from backtest.core.errors import BadInput
+from backtest.core.fileio import iter_jsonl
+from backtest.corpus.sources import RowSource, clean_text, expand_inputs, named
 
 DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl(?:\.xz)?$")
 
 
-@register("arxiv-daily")
+@named("arxiv-daily")
 class ArxivDaily(RowSource):
     """Reads daily listing files; the listing day is the record's date; ids lose their version suffix."""
 
@@ -41,8 +41,11 @@ class ArxivDaily(RowSource):
     def rows(self, files: list[Path]) -> Iterator[dict]:
         """Stream records, dated by their file's listing day, their ids without a version suffix."""
         for path in files:
+            match = DAY_FILE.match(path.name)
             try:
-                day = dt.date.fromisoformat(DAY_FILE.match(path.name).group(1))
+                if match is None:
+                    raise ValueError(path.name)
+                day = dt.date.fromisoformat(match.group(1))
             except ValueError:
                 raise BadInput(f"{path}: file name is not a valid day") from None
             for lineno, obj in iter_jsonl(path):

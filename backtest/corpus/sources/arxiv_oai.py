@@ -15,12 +15,12 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Iterator
 
-from ...errors import BadInput
-from ...fileio import iter_jsonl
-from . import RowSource, clean_text, expand_inputs, register
+from backtest.core.errors import BadInput
+from backtest.core.fileio import iter_jsonl
+from backtest.corpus.sources import RowSource, clean_text, expand_inputs, named
 
 
-@register("arxiv-oai")
+@named("arxiv-oai")
 class ArxivOai(RowSource):
     """Reads OAI snapshot JSONL files (optionally ``.xz``)."""
 
@@ -66,7 +66,9 @@ def _record(obj: dict, path: Path, lineno: int) -> dict:
         raise BadInput(f"{path}:{lineno}: no usable date in 'versions' or 'update_date'")
     authors = obj.get("authors_parsed")
     if isinstance(authors, list):
-        names = [" ".join(p for p in (parts[1:2] + parts[0:1]) if p).strip() for parts in authors if isinstance(parts, list)]
+        names = [
+            " ".join(p for p in (parts[1:2] + parts[0:1]) if p).strip() for parts in authors if isinstance(parts, list)
+        ]
     else:
         names = [a.strip() for a in str(obj.get("authors") or "").replace(" and ", ", ").split(",") if a.strip()]
     return dict(

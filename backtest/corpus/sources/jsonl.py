@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from ...fileio import iter_jsonl
-from ...records import CorpusRecord, parse_record
-from . import RowSource, expand_inputs, register
+from backtest.core.fileio import iter_jsonl
+from backtest.core.records import CorpusRecord, parse_record
+from backtest.corpus.sources import RowSource, expand_inputs, named
 
 
-@register("jsonl")
+@named("jsonl")
 class JsonlRecords(RowSource):
     """Reads files of ``CorpusRecord`` JSON lines (optionally ``.xz``)."""
 

@@ -1,0 +1,412 @@
+"""Compare scored runs: systems x metrics with exact intervals, pairwise Fisher tests, a leaderboard.
+
+``compare_runs(run_dirs)`` reads each run folder (``RUN.json`` + ``metrics.json``; when
+``metrics.json`` is missing it is computed from ``judgments.jsonl``, ``retrieval.jsonl``
+and the frozen questions) and returns one JSON-ready comparison:
+
+* ``systems``: one row per run with every proportion metric as ``{k, n, rate, ci95}``
+  (95% Clopper–Pearson) and the means (supporting papers, top-1 similarity, lag);
+* ``tests``: for coverage, answered rate and premise-refutation rate, a two-sided Fisher
+  exact test for every pair of runs, with Holm and Bonferroni corrections *within each
+  metric's family of pairs* and the paper's band on the uncorrected p
+  (``significant`` p < 0.01, ``suggestive`` 0.01 <= p < 0.05);
+* ``leaderboard``: runs ranked by coverage, then answered rate, then refutation rate;
+* ``warnings``: runs from different instances or judges (rates are rater-relative),
+  and every invalid run admitted with ``allow_invalid``.
+
+A run whose ``RUN.json`` (or ``metrics.json``) says ``valid: false`` is refused unless
+``allow_invalid=True``; then it is marked invalid in every output.
+``render_markdown``, ``render_html`` (with a forest plot as an embedded base64 PNG)
+and ``write_outputs`` turn the comparison into files.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.fileio import atomic_write_text, iter_jsonl, read_json
+from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, parse_record
+from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
+from backtest.scoring.metrics import compute_metrics
+
+TESTED = (("coverage", "coverage"), ("answered_rate", "answered"), ("premise_refutation_rate", "premise refutation"))
+PROPORTION_ROWS = (
+    ("coverage", "coverage (engaged)"),
+    ("answered_rate", "answered"),
+    ("partially_addressed", "partially addressed"),
+    ("posed_but_open", "posed but open"),
+    ("not_addressed", "not addressed"),
+    ("premise_refutation_rate", "premise refuted"),
+    ("multi_source_rate", "multi-source (>= 2 cited)"),
+    ("specificity_rate", "names a catalogued object"),
+)
+
+
+def load_run(run_dir: str | Path) -> dict[str, Any]:
+    """Read one run folder: ``{"path", "run", "metrics"}`` (metrics computed if absent)."""
+    folder = Path(run_dir)
+    if not (folder / "RUN.json").is_file():
+        raise BadInput(f"{folder}: not a run folder (no RUN.json)")
+    run = read_json(folder / "RUN.json")
+    if not isinstance(run, dict):
+        raise BadInput(f"{folder / 'RUN.json'}: expected a JSON object")
+    if (folder / "metrics.json").is_file():
+        metrics = read_json(folder / "metrics.json")
+    else:
+        metrics = _metrics_from_files(folder, run)
+    for key in ("coverage", "answered_rate", "premise_refutation_rate", "n_questions"):
+        if key not in metrics:
+            raise BadInput(f"{folder / 'metrics.json'}: no {key!r} (not a backtest metrics file?)")
+    return {"path": str(folder), "run": run, "metrics": metrics}
+
+
+def _workspace_of(run_dir: str | Path):
+    """The workspace a run folder (``ROOT/results/<instance>/<system>/<run>``) belongs to."""
+    from backtest.core.workspace import Workspace
+
+    return Workspace(Path(run_dir).resolve().parents[3])
+
+
+def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=None) -> dict[str, Any]:
+    """Compare the runs in ``run_dirs`` (module docstring); refuses invalid runs unless allowed.
+
+    Each row carries its judge's validity-card line (from ``ws``, else the runs' own workspace)."""
+    from backtest.judge.cards import run_validity
+
+    if not run_dirs:
+        raise BadInput("compare needs at least one run folder")
+    runs = [load_run(d) for d in run_dirs]
+    invalid = [r for r in runs if r["run"].get("valid") is False or r["metrics"].get("valid") is False]
+    if invalid and not allow_invalid:
+        names = ", ".join(r["path"] for r in invalid)
+        raise CheckFailed(
+            f"refusing invalid run(s) (a leakage check failed): {names}; pass --allow-invalid to compare anyway",
+            [f"{r['path']}: RUN.json valid=false" for r in invalid],
+        )
+    labels = _labels(runs)
+    rows = []
+    for label, r in zip(labels, runs):
+        m = r["metrics"]
+        row = {
+            "label": label,
+            "system": r["run"].get("system"),
+            "run_id": r["run"].get("run_id"),
+            "instance_id": r["run"].get("instance_id"),
+            "path": r["path"],
+            "valid": not (r["run"].get("valid") is False or m.get("valid") is False),
+            "judge": r["run"].get("judge"),
+            "judge_validity": run_validity(ws or _workspace_of(r["path"]), r["run"].get("judge") or {})["line"],
+            "n_questions": m["n_questions"],
+        }
+        for key, _ in PROPORTION_ROWS:
+            row[key] = m["outcomes"][key] if key in OUTCOMES else m.get(key)
+        row["mean_supporting_papers"] = m.get("mean_supporting_papers")
+        row["mean_top1_similarity"] = m.get("mean_top1_similarity")
+        row["first_engagement_lag_years"] = (m.get("first_engagement_lag_years") or {}).get("mean")
+        row["first_engagement_lag_years_release"] = (
+            (m.get("release") or {}).get("first_engagement_lag_years") or {}
+        ).get("mean")
+        rows.append(row)
+    tests = _pairwise_tests(rows)
+    board = sorted(
+        rows,
+        key=lambda r: (
+            -(r["coverage"]["rate"] or 0),
+            -(r["answered_rate"]["rate"] or 0),
+            -(r["premise_refutation_rate"]["rate"] or 0),
+            r["label"],
+        ),
+    )
+    warnings = []
+    for key, what in (("instance_id", "instances"), ("judge", "judges")):
+        seen = {json.dumps(r[key], sort_keys=True) for r in rows}
+        if len(seen) > 1:
+            warnings.append(f"runs come from different {what}; rates are relative to corpus, retriever and judge")
+    for r in rows:
+        if not r["valid"]:
+            warnings.append(f"INVALID run included by --allow-invalid: {r['label']} ({r['path']})")
+    return {
+        "schema_version": "1",
+        "allow_invalid": allow_invalid,
+        "any_invalid": any(not r["valid"] for r in rows),
+        "systems": rows,
+        "tests": tests,
+        "leaderboard": [
+            {
+                "rank": i + 1,
+                "label": r["label"],
+                "valid": r["valid"],
+                "coverage": r["coverage"]["rate"],
+                "answered_rate": r["answered_rate"]["rate"],
+                "premise_refutation_rate": r["premise_refutation_rate"]["rate"],
+                "n": r["n_questions"],
+            }
+            for i, r in enumerate(board)
+        ],
+        "warnings": warnings,
+        "notes": [
+            "intervals: exact 95% Clopper-Pearson",
+            "tests: two-sided Fisher exact on k/n per pair",
+            "corrections: Holm and Bonferroni within each metric's family of pairs",
+            "band (uncorrected p): significant < 0.01 <= suggestive < 0.05",
+        ],
+    }
+
+
+def _pairwise_tests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    tests = []
+    for key, name in TESTED:
+        family = []
+        for a, b in itertools.combinations(rows, 2):
+            ka, na = a[key]["k"], a[key]["n"]
+            kb, nb = b[key]["k"], b[key]["n"]
+            result = fisher_exact(ka, na, kb, nb)
+            family.append(
+                {
+                    "metric": key,
+                    "metric_name": name,
+                    "a": a["label"],
+                    "b": b["label"],
+                    "a_count": f"{ka}/{na}",
+                    "b_count": f"{kb}/{nb}",
+                    "p_value": result["p_value"],
+                    "odds_ratio": result["odds_ratio"],
+                    "band": significance_band(result["p_value"]),
+                }
+            )
+        holm = adjust_pvalues([t["p_value"] for t in family], "holm")
+        bonf = adjust_pvalues([t["p_value"] for t in family], "bonferroni")
+        for t, h, bo in zip(family, holm, bonf):
+            t["p_holm"], t["p_bonferroni"] = h, bo
+        tests.extend(family)
+    return tests
+
+
+def _labels(runs: list[dict[str, Any]]) -> list[str]:
+    systems = [str(r["run"].get("system") or Path(r["path"]).parent.name) for r in runs]
+    labels = []
+    for system, r in zip(systems, runs):
+        label = (
+            system if systems.count(system) == 1 else f"{system}@{r['run'].get('instance_id')}/{r['run'].get('run_id')}"
+        )
+        labels.append(label)
+    if len(set(labels)) != len(labels):
+        raise BadInput("the same run folder was given twice")
+    return labels
+
+
+def _metrics_from_files(folder: Path, run: dict[str, Any]) -> dict[str, Any]:
+    frozen = Path(run.get("frozen_path", ""))
+    if not frozen.is_absolute():
+        root = folder.parents[3] if len(folder.parents) > 3 else folder
+        frozen = root / frozen
+    qpath = frozen / "questions.jsonl"
+    if not qpath.is_file():
+        raise BadInput(f"{folder}: no metrics.json and the frozen questions {qpath} are missing")
+    questions = [parse_record(Question, row, f"{qpath}:{n}") for n, row in iter_jsonl(qpath)]
+    judgments = [
+        parse_record(Judgment, row, f"{folder}/judgments.jsonl:{n}")
+        for n, row in iter_jsonl(folder / "judgments.jsonl")
+    ]
+    retrievals = []
+    if (folder / "retrieval.jsonl").is_file():
+        retrievals = [
+            parse_record(Retrieval, row, f"{folder}/retrieval.jsonl:{n}")
+            for n, row in iter_jsonl(folder / "retrieval.jsonl")
+        ]
+    cutoff = questions[0].cutoff_date if questions else str(run.get("cutoff") or "")
+    return compute_metrics(questions, judgments, retrievals, cutoff)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _pct(p: dict[str, Any] | None) -> str:
+    if not p or p.get("rate") is None:
+        return "–"
+    lo, hi = p["ci95"]
+    return f"{100 * p['rate']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({p['k']}/{p['n']})"
+
+
+def _num(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _p(x: float) -> str:
+    return "< 1e-4" if x < 1e-4 else f"{x:.4f}"
+
+
+def render_markdown(comparison: dict[str, Any]) -> str:
+    """The comparison as Markdown: banner, leaderboard, metrics table, pairwise tests."""
+    out = ["# Comparison", ""]
+    if comparison["any_invalid"]:
+        out += [
+            "> **WARNING: invalid runs are included (--allow-invalid).** Their rates are not benchmark results.",
+            "",
+        ]
+    for w in comparison["warnings"]:
+        out.append(f"- warning: {w}")
+    if comparison["warnings"]:
+        out.append("")
+    out += [
+        "## Leaderboard",
+        "",
+        "| rank | system | n | coverage | answered | premise refuted | valid |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = {r["label"]: r for r in comparison["systems"]}
+    for entry in comparison["leaderboard"]:
+        r = rows[entry["label"]]
+        out.append(
+            f"| {entry['rank']} | {entry['label']} | {r['n_questions']} | {_pct(r['coverage'])} | {_pct(r['answered_rate'])} | "
+            f"{_pct(r['premise_refutation_rate'])} | {'yes' if r['valid'] else '**INVALID**'} |"
+        )
+    out += ["", "## Judge validity (agreement with careful reading; rates are only as good as this)", ""]
+    for line in dict.fromkeys(
+        f"{(r['judge'] or {}).get('name')}: {r['judge_validity']}" for r in comparison["systems"]
+    ):
+        out.append(f"- {line}")
+    out += ["", "## Metrics (rate, 95% Clopper–Pearson interval, k/n)", ""]
+    labels = [r["label"] for r in comparison["systems"]]
+    out.append("| metric | " + " | ".join(labels) + " |")
+    out.append("|---" * (len(labels) + 1) + "|")
+    for key, name in PROPORTION_ROWS:
+        out.append(f"| {name} | " + " | ".join(_pct(r[key]) for r in comparison["systems"]) + " |")
+    for key, name in (
+        ("mean_supporting_papers", "mean supporting papers"),
+        ("mean_top1_similarity", "mean top-1 similarity"),
+        ("first_engagement_lag_years", "first-engagement lag, years (by day)"),
+        ("first_engagement_lag_years_release", "first-engagement lag, years (release: bibcode year)"),
+    ):
+        out.append(f"| {name} | " + " | ".join(_num(r[key], 3) for r in comparison["systems"]) + " |")
+    out += [
+        "",
+        "## Pairwise Fisher exact tests (two-sided)",
+        "",
+        "| metric | A | B | A k/n | B k/n | p | Holm | Bonferroni | band |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in comparison["tests"]:
+        out.append(
+            f"| {t['metric_name']} | {t['a']} | {t['b']} | {t['a_count']} | {t['b_count']} | {_p(t['p_value'])} | "
+            f"{_p(t['p_holm'])} | {_p(t['p_bonferroni'])} | {t['band']} |"
+        )
+    out += ["", *[f"- {n}" for n in comparison["notes"]], ""]
+    return "\n".join(out)
+
+
+def forest_plot_png(comparison: dict[str, Any]) -> bytes:
+    """A forest plot (rate and 95% interval per system, one panel per tested metric) as PNG bytes."""
+    from backtest.core.plots import figure_png, pyplot
+
+    plt = pyplot()
+
+    systems = comparison["systems"]
+    fig, axes = plt.subplots(1, len(TESTED), figsize=(4 * len(TESTED), 0.5 * len(systems) + 1.5), sharey=True)
+    ys = list(range(len(systems)))[::-1]
+    for ax, (key, name) in zip(axes, TESTED):
+        for y, r in zip(ys, systems):
+            p = r[key]
+            if p.get("rate") is None:
+                continue
+            lo, hi = p["ci95"]
+            color = "tab:red" if not r["valid"] else "tab:blue"
+            ax.plot([lo, hi], [y, y], color=color, lw=2)
+            ax.plot([p["rate"]], [y], "o", color=color)
+        ax.set_title(name)
+        ax.set_xlim(-0.02, 1.02)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(ys)
+    axes[0].set_yticklabels([r["label"] + ("" if r["valid"] else " (INVALID)") for r in systems])
+    fig.tight_layout()
+    return figure_png(fig, dpi=90)
+
+
+def render_html(comparison: dict[str, Any]) -> str:
+    """A self-contained HTML page: the Markdown tables as HTML plus the embedded forest plot."""
+    png = base64.b64encode(forest_plot_png(comparison)).decode("ascii")
+    esc = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>backtest comparison</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.invalid{background:#fdd}"
+        ".banner{background:#c00;color:#fff;padding:8px;font-weight:bold}</style></head><body>",
+        "<h1>Comparison</h1>",
+    ]
+    if comparison["any_invalid"]:
+        parts.append(
+            "<p class='banner'>WARNING: invalid runs are included (--allow-invalid). Their rates are not benchmark results.</p>"
+        )
+    parts += [f"<p>warning: {esc(w)}</p>" for w in comparison["warnings"]]
+    rows = {r["label"]: r for r in comparison["systems"]}
+    parts.append(
+        "<h2>Leaderboard</h2><table><tr><th>rank</th><th>system</th><th>n</th><th>coverage</th><th>answered</th>"
+        "<th>premise refuted</th><th>valid</th></tr>"
+    )
+    for e in comparison["leaderboard"]:
+        r = rows[e["label"]]
+        cls = "" if r["valid"] else " class='invalid'"
+        parts.append(
+            f"<tr{cls}><td>{e['rank']}</td><td>{esc(e['label'])}</td><td>{r['n_questions']}</td><td>{esc(_pct(r['coverage']))}</td>"
+            f"<td>{esc(_pct(r['answered_rate']))}</td><td>{esc(_pct(r['premise_refutation_rate']))}</td>"
+            f"<td>{'yes' if r['valid'] else 'INVALID'}</td></tr>"
+        )
+    parts.append("</table><h2>Judge validity</h2><ul id='judge-validity'>")
+    parts += [
+        f"<li>{esc(line)}</li>"
+        for line in dict.fromkeys(
+            f"{(r['judge'] or {}).get('name')}: {r['judge_validity']}" for r in comparison["systems"]
+        )
+    ]
+    parts.append("</ul><h2>Forest plot</h2>")
+    parts.append(
+        f"<img alt='forest plot of rates with 95% Clopper-Pearson intervals' src='data:image/png;base64,{png}'>"
+    )
+    parts.append(
+        "<h2>Metrics</h2><table><tr><th>metric</th>"
+        + "".join(f"<th>{esc(r['label'])}</th>" for r in comparison["systems"])
+        + "</tr>"
+    )
+    for key, name in PROPORTION_ROWS:
+        parts.append(
+            f"<tr><td>{esc(name)}</td>"
+            + "".join(f"<td>{esc(_pct(r[key]))}</td>" for r in comparison["systems"])
+            + "</tr>"
+        )
+    parts.append(
+        "</table><h2>Pairwise Fisher exact tests</h2><table><tr><th>metric</th><th>A</th><th>B</th><th>A k/n</th>"
+        "<th>B k/n</th><th>p</th><th>Holm</th><th>Bonferroni</th><th>band</th></tr>"
+    )
+    for t in comparison["tests"]:
+        parts.append(
+            f"<tr><td>{esc(t['metric_name'])}</td><td>{esc(t['a'])}</td><td>{esc(t['b'])}</td><td>{t['a_count']}</td>"
+            f"<td>{t['b_count']}</td><td>{_p(t['p_value'])}</td><td>{_p(t['p_holm'])}</td><td>{_p(t['p_bonferroni'])}</td>"
+            f"<td>{t['band']}</td></tr>"
+        )
+    parts.append("</table><ul>" + "".join(f"<li>{esc(n)}</li>" for n in comparison["notes"]) + "</ul></body></html>\n")
+    return "\n".join(parts)
+
+
+def write_outputs(comparison: dict[str, Any], out: str | Path) -> list[Path]:
+    """Write the comparison. ``out`` ending in .md, .json or .html writes that file; any other
+    path is a folder that receives ``compare.md``, ``compare.json`` and ``compare.html``."""
+    out = Path(out)
+    renderers = {
+        ".md": render_markdown,
+        ".json": lambda c: json.dumps(c, indent=2, sort_keys=True) + "\n",
+        ".html": render_html,
+    }
+    targets = [out] if out.suffix in renderers else [out / f"compare{s}" for s in (".md", ".json", ".html")]
+    for path in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, renderers[path.suffix](comparison))
+    return targets
+
+
+__all__ = ["compare_runs", "load_run", "render_markdown", "render_html", "forest_plot_png", "write_outputs"]

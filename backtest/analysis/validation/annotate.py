@@ -1,0 +1,507 @@
+"""Blinded annotation: export items from scored runs (or pairs from an arena), import filled sheets.
+
+``export_items`` draws ``n`` (question, documents shown) cases from one or more run
+folders, blinds them (no system names, shuffled, ids ``item001``...) and writes:
+
+* ``items.jsonl`` — the items (see :mod:`backtest.analysis.validation.items`);
+* ``sheet.csv`` — a blank sheet: item_id, outcome, premise_status, confidence, cited, notes;
+* ``codebook.md`` — the codebook readers follow (when one is given or found);
+* ``decode.json`` — private: item → run, system, question_id and the run judge's labels.
+  Readers must not see it.
+
+Items are split evenly over the runs; within a run they are drawn at random (seeded),
+or, with ``stratify="outcome"``, round-robin over the run judge's outcome labels so
+that rare labels are represented. ``export_pairs`` does the same for arena contexts.
+
+``import_sheet`` validates a filled sheet against its items (labels in the taxonomy,
+cited ids among the item's documents, every item present exactly once, engaged
+outcomes cite something and ``not_addressed`` cites nothing) and writes
+``labels/<rater>.jsonl``. Every problem is reported, one line each.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from backtest.analysis.validation.items import (
+    BLINDED_SYSTEM,
+    AnnotationItem,
+    Label,
+    PairItem,
+    PairLabel,
+    PairQuestion,
+    ShownDocument,
+    read_records,
+)
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.fileio import atomic_write_text, iter_jsonl, read_json, read_text_file, write_json, write_jsonl
+from backtest.core.records import (
+    ENGAGED_OUTCOMES,
+    OUTCOMES,
+    PREMISE_STATUSES,
+    Judgment,
+    Question,
+    Retrieval,
+    check_safe_name,
+    parse_record,
+)
+
+SHEET_COLUMNS = ("item_id", "outcome", "premise_status", "confidence", "cited", "notes")
+PAIR_SHEET_COLUMNS = ("item_id", "better", "confidence", "notes")
+BETTER = ("a", "b", "tie")
+DEFAULT_CODEBOOK = Path("reference") / "sqb" / "annotation" / "codebook.md"
+PAIR_GUIDE = """# Pairwise reading guide
+
+Each item shows a few past papers (the context) and two research questions, **a** and **b**,
+written from that literature. Say which is the better research question: `a`, `b`, or `tie`.
+
+A better research question is, in this order:
+
+1. **Intelligible** on its own: a reader can tell what is asked, about what object or quantity.
+   A question that cannot be understood loses to one that can.
+2. **Grounded** in the context: it follows from what the papers report, not from a template.
+3. **Specific and testable**: it names the quantity, the object and the observation or analysis
+   that would settle it; a decisive answer is imaginable.
+
+Surface features are not quality: naming many objects, quoting numbers or citing two papers does not
+make a question better if it is unintelligible or asks nothing testable. Use `tie` when neither is
+better (both good, or both unintelligible). Enter confidence 1 (low) / 2 (medium) / 3 (high).
+Judge from the text shown only.
+"""
+
+
+def _run_files(run_dir: Path, ws) -> tuple[dict[str, Any], list[Question], list[Retrieval], list[Judgment]]:
+    """A complete run's RUN.json, the questions of its frozen set, its retrievals and judgments."""
+    from backtest.scoring.score import load_run_files
+    from backtest.submit.freeze import load_frozen
+
+    run, retrievals, judgments, _ = load_run_files(run_dir)
+    if run.get("status") != "complete":
+        raise BadInput(f"{run_dir}: run is not complete (status {run.get('status')!r}); finish it with backtest score")
+    questions = list(load_frozen(ws.root / run["frozen_path"]).questions)
+    return run, questions, retrievals, judgments
+
+
+def blind_question(question: Question, item_id: str) -> Question:
+    """The question as readers and judges see it in an item: its id is the item id, its system hidden."""
+    return question.model_copy(update={"question_id": item_id, "generation_system": BLINDED_SYSTEM})
+
+
+def _draw(keys_by_stratum: dict[str, list[Any]], quota: int, rng: random.Random) -> list[Any]:
+    """Round-robin over strata (sorted by name), each shuffled by ``rng``, until ``quota`` are taken."""
+    pools = {s: rng.sample(v, len(v)) for s, v in sorted(keys_by_stratum.items())}
+    picked: list[Any] = []
+    while len(picked) < quota and any(pools.values()):
+        for s in sorted(pools):
+            if pools[s] and len(picked) < quota:
+                picked.append(pools[s].pop())
+    return picked
+
+
+def _quotas(n: int, k: int) -> list[int]:
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+def _prepare_out(out: Path) -> None:
+    if out.exists() and any(out.iterdir()):
+        raise BadInput(f"{out}: exists and is not empty; annotation exports are never overwritten")
+
+
+def _codebook_text(codebook: Path | None) -> str | None:
+    if codebook is None:
+        return None
+    return read_text_file(codebook)
+
+
+def export_items(
+    ws,
+    run_dirs: Sequence[str | Path],
+    n: int,
+    seed: int,
+    out: str | Path,
+    stratify: str | None = None,
+    codebook: Path | None = None,
+    first_item: int = 1,
+) -> dict[str, Any]:
+    """Draw ``n`` blinded items from the runs into ``out``; return a summary (counts per run and stratum).
+
+    Items are numbered from ``first_item``, so exports made in batches can share one numbering
+    (their items.jsonl, sheets and decode files then concatenate without clashes)."""
+    if first_item < 1:
+        raise BadInput("--first-item must be at least 1")
+    if n < 1:
+        raise BadInput("--n must be at least 1")
+    if stratify not in (None, "outcome"):
+        raise BadInput(f"unknown --stratify {stratify!r} (known: outcome)")
+    if not run_dirs:
+        raise BadInput("give at least one run folder")
+    out = Path(out)
+    _prepare_out(out)
+    rng = random.Random(seed)
+    runs = [Path(r) if Path(r).is_absolute() or Path(r).exists() else ws.root / r for r in run_dirs]
+    if len({r.resolve() for r in runs}) != len(runs):
+        raise BadInput("a run folder is given twice")
+    drawn: list[tuple[Path, dict[str, Any], Question, Retrieval, Judgment]] = []
+    for run_dir, quota in zip(runs, _quotas(n, len(runs))):
+        run, questions, retrievals, judgments = _run_files(run_dir, ws)
+        by_q = {r.question_id: r for r in retrievals}
+        by_j = {j.question_id: j for j in judgments}
+        strata: dict[str, list[int]] = defaultdict(list)
+        for i, q in enumerate(questions):
+            if q.question_id in by_q and q.question_id in by_j:
+                strata[by_j[q.question_id].outcome if stratify else "all"].append(i)
+        for i in _draw(strata, quota, rng):
+            q = questions[i]
+            drawn.append((run_dir, run, q, by_q[q.question_id], by_j[q.question_id]))
+    rng.shuffle(drawn)
+    items, decode = [], {}
+    for k, (run_dir, run, q, retrieval, judgment) in enumerate(drawn, start=first_item):
+        item_id = f"item{k:03d}"
+        docs = [
+            ShownDocument(id=d.id, title=d.title, abstract=d.abstract, published=d.published)
+            for d in retrieval.documents
+        ]
+        items.append(AnnotationItem(item_id=item_id, question=blind_question(q, item_id), documents=docs))
+        decode[item_id] = {
+            "run": ws.relative(run_dir),
+            "instance": run.get("instance_id"),
+            "system": run.get("system"),
+            "question_id": q.question_id,
+            "judge": run.get("judge", {}).get("name"),
+            "judge_outcome": judgment.outcome,
+            "judge_premise_status": judgment.premise_status,
+        }
+    _write_export(
+        out,
+        items,
+        SHEET_COLUMNS,
+        decode,
+        _codebook_text(codebook),
+        "codebook.md",
+        {
+            "kind": "items",
+            "n": len(items),
+            "seed": seed,
+            "stratify": stratify,
+            "first_item": first_item,
+            "runs": [ws.relative(r) for r in runs],
+        },
+    )
+    return {
+        "out": str(out),
+        "n": len(items),
+        "per_run": {ws.relative(r): sum(1 for v in decode.values() if v["run"] == ws.relative(r)) for r in runs},
+    }
+
+
+def render_item(item: AnnotationItem) -> str:
+    """One item as a reader sees it (Markdown): the question, its premise or hypothesis, the documents in rank order."""
+    q = item.question
+    lines = [f"## {item.item_id}", "", f"**Question:** {q.question}"]
+    if q.premise:
+        lines.append(f"**Premise:** {q.premise}")
+    if q.hypothesis:
+        lines.append(f"**Hypothesis:** {q.hypothesis}")
+    lines += ["", f"Documents shown ({len(item.documents)}), published after {q.cutoff_date}:", ""]
+    for k, d in enumerate(item.documents, start=1):
+        lines += [f"{k}. [{d.id}] ({d.published}) **{d.title}**", f"   {d.abstract}", ""]
+    return "\n".join(lines)
+
+
+def render_pair(pair: PairItem) -> str:
+    """One pair as a reader sees it (Markdown): the context papers, then questions a and b."""
+    lines = [f"## {pair.item_id}", "", "Context (past papers):", ""]
+    for d in pair.context:
+        lines += [f"- [{d.id}] **{d.title}** — {d.abstract}", ""]
+    for side, q in (("a", pair.a), ("b", pair.b)):
+        lines.append(f"**{side}:** {q.question}" + (f"  \n   *Premise:* {q.premise}" if q.premise else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _write_export(
+    out: Path,
+    records: Sequence[Any],
+    columns: Sequence[str],
+    decode: dict[str, Any],
+    guide: str | None,
+    guide_name: str,
+    meta: dict[str, Any],
+) -> None:
+    pairs = meta["kind"] == "pairs"
+    name = "pairs" if pairs else "items"
+    write_jsonl(out / f"{name}.jsonl", [r.model_dump(mode="json", exclude_none=True) for r in records])
+    render = render_pair if pairs else render_item
+    atomic_write_text(out / f"{name}.md", "\n".join(render(r) for r in records))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for r in records:
+        writer.writerow([r.item_id] + [""] * (len(columns) - 1))
+    atomic_write_text(out / "sheet.csv", buf.getvalue())
+    if guide is not None:
+        atomic_write_text(out / guide_name, guide)
+    write_json(out / "decode.json", {"schema_version": "1", **meta, "items": decode})
+
+
+def _arena_instance(arena_dir: Path, ws) -> str:
+    """The instance of an arena folder under ``results/<instance>/...``."""
+    try:
+        return arena_dir.resolve().relative_to(ws.results.resolve()).parts[0]
+    except (ValueError, IndexError):
+        raise BadInput(f"{arena_dir}: not under {ws.results}; give --instance ID") from None
+
+
+def export_pairs(
+    ws,
+    arena_dirs: Sequence[str | Path],
+    n: int,
+    seed: int,
+    out: str | Path,
+    instance_id: str | None = None,
+    first_item: int = 1,
+) -> dict[str, Any]:
+    """Draw ``n`` blinded pairs (split evenly over the arenas) from arenas' ``contexts.jsonl`` into ``out``.
+
+    The context papers come from each arena's instance (``instance_id``, else the
+    ``results/<instance>/`` the arena folder lies in), clipped as the arena shows them.
+    """
+    from backtest.arena.contexts import MAX_ABSTRACT_CHARS, MAX_CONTEXT_PAPERS, ArenaContext
+    from backtest.corpus.instance import load_instance, open_past_corpus
+
+    if n < 1 or first_item < 1:
+        raise BadInput("--n and --first-item must be at least 1")
+    dirs = [Path(d) for d in arena_dirs]
+    if not dirs:
+        raise BadInput("give at least one arena folder")
+    if instance_id and len(dirs) > 1:
+        raise BadInput(
+            "--instance goes with a single arena folder (each arena under results/<instance>/ names its own)"
+        )
+    out = Path(out)
+    _prepare_out(out)
+    rng = random.Random(seed)
+    drawn = []
+    for arena_dir, quota in zip(dirs, _quotas(n, len(dirs))):
+        path = arena_dir / "contexts.jsonl"
+        if not path.is_file():
+            raise BadInput(f"{arena_dir}: no contexts.jsonl (give an arena output folder)")
+        inst = instance_id or _arena_instance(arena_dir, ws)
+        contexts = [parse_record(ArenaContext, o, f"{path}:{k}") for k, o in iter_jsonl(path)]
+        past = open_past_corpus(load_instance(inst, ws), ws)
+        # one pair per context: two of its systems drawn at random; contexts drawn without replacement
+        for ctx in rng.sample(contexts, min(quota, len(contexts))):
+            drawn.append((arena_dir, inst, ctx, *rng.sample(ctx.systems(), 2), past))
+    rng.shuffle(drawn)
+    pairs, decode = [], {}
+    for k, (arena_dir, inst, ctx, sa, sb, past) in enumerate(drawn, start=first_item):
+        item_id = f"item{k:03d}"
+        docs = [
+            ShownDocument(id=i, title=rec.title, abstract=rec.abstract[:MAX_ABSTRACT_CHARS], published=rec.published)
+            for i in ctx.evidence_ids[:MAX_CONTEXT_PAPERS]
+            if (rec := past.get(i)) is not None
+        ]
+        sides = {}
+        for side, system in (("a", sa), ("b", sb)):
+            output = ctx.outputs[system]
+            question, _, rest = output.output.partition("\n")
+            premise = rest.split(": ", 1)[1] if ": " in rest else None
+            sides[side] = PairQuestion(question=question, premise=premise, evidence_ids=output.evidence_ids)
+        pairs.append(PairItem(item_id=item_id, context=docs, a=sides["a"], b=sides["b"]))
+        decode[item_id] = {
+            "arena": ws.relative(arena_dir),
+            "instance": inst,
+            "context_id": ctx.context_id,
+            "a": sa,
+            "b": sb,
+            "a_question_id": ctx.outputs[sa].question_id,
+            "b_question_id": ctx.outputs[sb].question_id,
+        }
+    _write_export(
+        out,
+        pairs,
+        PAIR_SHEET_COLUMNS,
+        decode,
+        PAIR_GUIDE,
+        "guide.md",
+        {
+            "kind": "pairs",
+            "n": len(pairs),
+            "seed": seed,
+            "first_item": first_item,
+            "arenas": [ws.relative(d) for d in dirs],
+        },
+    )
+    return {"out": str(out), "n": len(pairs)}
+
+
+# --------------------------------------------------------------------------- import
+
+
+def _read_sheet(sheet: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
+    text = read_text_file(sheet).lstrip("\ufeff")
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    if missing:
+        raise BadInput(f"{sheet}: missing column(s) {', '.join(missing)} (need {', '.join(columns)})")
+    try:
+        return [(k, {c: (row.get(c) or "").strip() for c in columns}) for k, row in enumerate(reader, start=2)]
+    except csv.Error as exc:
+        raise BadInput(f"{sheet}: bad CSV ({exc})") from None
+
+
+def _split_ids(value: str) -> list[str]:
+    return [p for p in value.replace(";", " ").replace(",", " ").split() if p]
+
+
+def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str | Path | None = None) -> dict[str, Any]:
+    """Validate a filled sheet against its items; write ``labels/<rater>.jsonl``. CheckFailed lists every problem."""
+    sheet, items_dir = Path(sheet), Path(items_dir)
+    try:
+        check_safe_name(rater, "rater name")
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    pairwise = (items_dir / "pairs.jsonl").is_file()
+    source = items_dir / ("pairs.jsonl" if pairwise else "items.jsonl")
+    if not source.is_file():
+        raise BadInput(f"{items_dir}: no items.jsonl or pairs.jsonl (give the folder annotate export wrote)")
+    records = read_records(source, PairItem if pairwise else AnnotationItem)
+    shown = {r.item_id: ([d.id for d in r.documents] if not pairwise else []) for r in records}
+    rows = _read_sheet(sheet, PAIR_SHEET_COLUMNS if pairwise else SHEET_COLUMNS)
+    problems: list[str] = []
+    labels: list[Any] = []
+    seen: set[str] = set()
+    for line, row in rows:
+        where = f"{sheet.name}:{line}"
+        item_id = row["item_id"]
+        if item_id not in shown:
+            problems.append(f"{where}: unknown item {item_id!r}")
+            continue
+        if item_id in seen:
+            problems.append(f"{where}: {item_id} appears twice")
+            continue
+        seen.add(item_id)
+        conf = row["confidence"]
+        if conf and conf not in ("1", "2", "3"):
+            problems.append(f"{where}: {item_id}: confidence {conf!r} must be 1, 2 or 3")
+            conf = ""
+        if pairwise:
+            if row["better"] not in BETTER:
+                problems.append(f"{where}: {item_id}: better {row['better']!r} must be one of {', '.join(BETTER)}")
+                continue
+            labels.append(
+                PairLabel(
+                    item_id=item_id, better=row["better"], confidence=int(conf) if conf else None, notes=row["notes"]
+                )
+            )
+            continue
+        bad = False
+        if row["outcome"] not in OUTCOMES:
+            problems.append(f"{where}: {item_id}: outcome {row['outcome']!r} is not one of {', '.join(OUTCOMES)}")
+            bad = True
+        if row["premise_status"] not in PREMISE_STATUSES:
+            problems.append(
+                f"{where}: {item_id}: premise_status {row['premise_status']!r} is not one of {', '.join(PREMISE_STATUSES)}"
+            )
+            bad = True
+        cited = _split_ids(row["cited"])
+        foreign = [c for c in cited if c not in shown[item_id]]
+        if foreign:
+            problems.append(f"{where}: {item_id}: cited id(s) {', '.join(foreign)} are not among the item's documents")
+            bad = True
+        if len(set(cited)) != len(cited):
+            problems.append(f"{where}: {item_id}: a document is cited twice")
+            bad = True
+        if not bad and row["outcome"] in ENGAGED_OUTCOMES and not cited:
+            problems.append(f"{where}: {item_id}: outcome {row['outcome']} needs at least one cited document")
+            bad = True
+        if not bad and row["outcome"] == "not_addressed" and cited:
+            problems.append(f"{where}: {item_id}: outcome not_addressed cites nothing")
+            bad = True
+        if not bad:
+            labels.append(
+                Label(
+                    item_id=item_id,
+                    outcome=row["outcome"],
+                    premise_status=row["premise_status"],
+                    confidence=int(conf) if conf else None,
+                    cited=cited,
+                    notes=row["notes"],
+                )
+            )
+    missing = [i for i in shown if i not in seen]
+    if missing:
+        problems.append(
+            f"{sheet.name}: {len(missing)} item(s) have no row: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}"
+        )
+    if problems:
+        raise CheckFailed(f"{sheet}: {len(problems)} problem(s), nothing written: {problems[0]}", details=problems)
+    target = Path(out) if out else items_dir / "labels" / f"{rater}.jsonl"
+    order = {r.item_id: k for k, r in enumerate(records)}
+    labels.sort(key=lambda lab: order[lab.item_id])
+    write_jsonl(target, [lab.model_dump(mode="json", exclude_none=True) for lab in labels])
+    return {"labels": str(target), "n": len(labels), "pairwise": pairwise}
+
+
+def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
+    """Merge exports made in batches (``--first-item`` numbering) into one set: items or pairs, decode files,
+    and each reader's labels (a reader must have labelled every batch or none). Item ids must not clash."""
+    dirs = [Path(d) for d in sources]
+    if len(dirs) < 2:
+        raise BadInput("merge needs at least two export folders")
+    kinds = {("pairs" if (d / "pairs.jsonl").is_file() else "items") for d in dirs}
+    if len(kinds) != 1:
+        raise BadInput("cannot merge item exports with pair exports")
+    kind = kinds.pop()
+    model = PairItem if kind == "pairs" else AnnotationItem
+    out = Path(out)
+    _prepare_out(out)
+    records: list[Any] = []
+    decode: dict[str, Any] = {}
+    metas = []
+    for d in dirs:
+        batch = read_records(d / f"{kind}.jsonl", model)
+        clash = sorted({r.item_id for r in batch} & {r.item_id for r in records})
+        if clash:
+            raise BadInput(
+                f"{d}: item ids {', '.join(clash[:5])} are already in an earlier folder (export with --first-item)"
+            )
+        records += batch
+        meta = read_json(d / "decode.json")
+        decode.update(meta.get("items", {}))
+        metas.append({k: v for k, v in meta.items() if k != "items"})
+    records.sort(key=lambda r: r.item_id)
+    raters = sorted({p.stem for d in dirs for p in (d / "labels").glob("*.jsonl")})
+    for rater in raters:
+        missing = [str(d) for d in dirs if not (d / "labels" / f"{rater}.jsonl").is_file()]
+        if missing:
+            raise BadInput(f"reader {rater} has no labels in {', '.join(missing)}: merge labelled batches whole")
+    guide, guide_name = None, "codebook.md"
+    for d in dirs:
+        for name in ("codebook.md", "guide.md"):
+            if guide is None and (d / name).is_file():
+                guide, guide_name = read_text_file(d / name), name
+    _write_export(
+        out,
+        records,
+        PAIR_SHEET_COLUMNS if kind == "pairs" else SHEET_COLUMNS,
+        decode,
+        guide,
+        guide_name,
+        {"kind": kind, "n": len(records), "merged_from": metas},
+    )
+    for rater in raters:
+        labels = [
+            lab
+            for d in dirs
+            for lab in read_records(d / "labels" / f"{rater}.jsonl", PairLabel if kind == "pairs" else Label)
+        ]
+        labels.sort(key=lambda lab: lab.item_id)
+        write_jsonl(
+            out / "labels" / f"{rater}.jsonl", [lab.model_dump(mode="json", exclude_none=True) for lab in labels]
+        )
+    return {"out": str(out), "n": len(records), "raters": raters}

@@ -1,0 +1,462 @@
+"""A small client for OpenAI-compatible chat endpoints (OpenAI, vLLM, Ollama, llama.cpp).
+
+What it adds over a bare ``requests.post``:
+
+* **Structured answers.** ``chat(messages, schema=...)`` sends
+  ``response_format = {"type": "json_schema", "json_schema": {"name", "strict", "schema"}}``
+  (the OpenAI shape, which llama.cpp's ``llama-server`` also accepts and turns into a
+  grammar) and parses the answer as a JSON object; an optional ``validate`` callback
+  (e.g. a pydantic ``model_validate``) may reject it.
+* **Retries** with exponential backoff on HTTP 429 (honouring ``Retry-After``), 5xx,
+  timeouts, connection errors and invalid JSON. Other 4xx answers fail at once.
+* **Bounded concurrency** (:meth:`LLMClient.chat_many`, a ThreadPoolExecutor of
+  ``settings.concurrency`` workers, results in input order).
+* **An SQLite cache** keyed by everything that changes the answer: base URL, model,
+  the full messages (so the prompt and system text), the schema, temperature,
+  max tokens, seed and any ``key_extra`` the caller adds (e.g. a prompt sha256).
+  Never by the API key, the timeout, the concurrency or the retry policy.
+  Only answers that parsed (and validated) are cached.
+* **Token accounting** from the ``usage`` object of each answer
+  (:class:`ClientStats`; cache hits are counted separately and cost nothing).
+
+The API key is read from the environment variable named by ``api_key_env`` at call
+time, sent only in the ``Authorization`` header, and never stored: not in the cache,
+not in stats, not in error messages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import json
+import os
+import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import requests
+
+from backtest.core.errors import BadInput, redact
+from backtest.core.seal import canonical_json, sha256_text
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+CACHE_SCHEMA_VERSION = "1"
+
+
+class LLMError(RuntimeError):
+    """The endpoint gave no usable answer after all retries (or a non-retryable error)."""
+
+    def __init__(
+        self, message: str, attempts: int = 0, last_content: str | None = None, usage: dict[str, int] | None = None
+    ):
+        super().__init__(message)
+        self.attempts = attempts
+        self.last_content = last_content
+        self.usage = dict(usage or {})  # tokens the failed attempts still spent (answers that came back unusable)
+
+
+class InvalidAnswer(ValueError):
+    """The answer was not a JSON object, or the caller's ``validate`` rejected it (retried)."""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Where and how to call the model. Only the fields in :meth:`answer_fields` reach the cache key."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+    timeout_s: float = 120.0
+    concurrency: int = 2
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    max_retry_after_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise BadInput(f"base_url {self.base_url!r} must start with http:// or https://")
+        if not self.model:
+            raise BadInput("an LLM model name is required")
+        if self.concurrency < 1 or self.max_retries < 0 or self.max_tokens < 1 or self.timeout_s <= 0:
+            raise BadInput("concurrency and max_tokens must be >= 1, max_retries >= 0 and timeout_s > 0")
+
+    @property
+    def endpoint(self) -> str:
+        """The chat-completions URL: ``<base_url>/chat/completions`` (``/v1`` added when missing)."""
+        base = self.base_url.rstrip("/")
+        if not base.endswith("/v1"):
+            base += "/v1"
+        return base + "/chat/completions"
+
+    def answer_fields(self) -> dict[str, Any]:
+        """The settings that can change an answer (the cache key's share of them)."""
+        return {
+            "base_url": self.base_url.rstrip("/"),
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
+
+    def api_key(self) -> str | None:
+        """The API key from the environment, read now; ``None`` when no variable is configured."""
+        if not self.api_key_env:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise BadInput(
+                f"the LLM judge needs an API key in the environment variable {self.api_key_env} (it is never written to disk)"
+            )
+        return value
+
+
+@dataclass
+class LLMResponse:
+    """One answer: the raw text, the parsed JSON object (when a schema was given), token usage."""
+
+    content: str
+    parsed: dict[str, Any] | None
+    usage: dict[str, int]
+    cache_key: str
+    cached: bool
+    attempts: int
+    finish_reason: str | None = None
+
+
+@dataclass
+class ClientStats:
+    """Counters for one client: HTTP calls, cache hits, retries and tokens (new calls only)."""
+
+    http_calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+    retry_reasons: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One call for :meth:`LLMClient.chat_many`."""
+
+    messages: tuple[dict[str, str], ...]
+    schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
+    key_extra: dict[str, Any] | None = None
+    validate: Callable[[dict[str, Any]], Any] | None = None
+    seed: int | None = None  # overrides the settings' seed for this call (sampling at temperature > 0)
+
+
+class ResponseCache:
+    """An on-disk SQLite map from cache key to the answer (content + usage). Thread- and process-safe."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, request TEXT NOT NULL, content TEXT NOT NULL,"
+            " usage TEXT NOT NULL, finish_reason TEXT, created_at TEXT NOT NULL)"
+        )
+
+    def get(self, key: str) -> tuple[str, dict[str, int], str | None] | None:
+        """The cached (content, usage, finish_reason) for ``key``, or None."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT content, usage, finish_reason FROM answers WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return row[0], json.loads(row[1]), row[2]
+
+    def put(
+        self, key: str, request: dict[str, Any], content: str, usage: dict[str, int], finish_reason: str | None
+    ) -> None:
+        """Store an answer (the first one for a key wins)."""
+        stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO answers (key, request, content, usage, finish_reason, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, canonical_json(request), content, canonical_json(usage), finish_reason, stamp),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._conn.close()
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """Parse a ``Retry-After`` header (delta-seconds or an HTTP date) into seconds from now."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return max(0.0, (when - dt.datetime.now(dt.timezone.utc)).total_seconds())
+
+
+def parse_json_object(content: str) -> dict[str, Any]:
+    """Parse an answer as one JSON object, tolerating a surrounding ```json fence; else InvalidAnswer."""
+    text = content.strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        if text.lower().startswith("json"):
+            text = text[4:]
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidAnswer(f"answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(obj, dict):
+        raise InvalidAnswer(f"answer is JSON but not an object ({type(obj).__name__})")
+    return obj
+
+
+class LLMClient:
+    """Chat with an OpenAI-compatible endpoint: schema-constrained, retried, cached, counted."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        cache_path: str | os.PathLike | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.settings = settings
+        self.cache = ResponseCache(cache_path) if cache_path else None
+        self.stats = ClientStats()
+        self._stats_lock = threading.Lock()
+        self._local = threading.local()
+        self._sleep = sleep
+
+    # ------------------------------------------------------------------ keys and bodies
+
+    def request_body(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body sent to ``/chat/completions`` (holds no key); ``seed`` overrides the settings' seed."""
+        s = self.settings
+        body: dict[str, Any] = {
+            "model": s.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": s.temperature,
+            "max_tokens": s.max_tokens,
+            "stream": False,
+        }
+        seed = self._seed(seed)
+        if seed is not None:
+            body["seed"] = seed
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "strict": True, "schema": schema},
+            }
+        return body
+
+    def cache_key(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
+        key_extra: dict[str, Any] | None = None,
+    ) -> str:
+        """sha256 over everything that changes the answer (never the key, timeout or retry policy)."""
+        return sha256_text(canonical_json(self._key_material(messages, schema, schema_name, key_extra)))
+
+    def _seed(self, seed: int | None) -> int | None:
+        """The sampling seed of one call: its own when given, else the settings'."""
+        return self.settings.seed if seed is None else seed
+
+    def _key_material(self, messages, schema, schema_name, key_extra, seed: int | None = None) -> dict[str, Any]:
+        return {
+            "v": CACHE_SCHEMA_VERSION,
+            "settings": {**self.settings.answer_fields(), "seed": self._seed(seed)},
+            "messages": [dict(m) for m in messages],
+            "schema": schema,
+            "schema_name": schema_name,
+            "extra": key_extra or {},
+        }
+
+    # ------------------------------------------------------------------ calls
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+        return session
+
+    def _count(self, **deltas: int) -> None:
+        with self._stats_lock:
+            for name, delta in deltas.items():
+                setattr(self.stats, name, getattr(self.stats, name) + delta)
+
+    def _note_retry(self, reason: str) -> None:
+        with self._stats_lock:
+            self.stats.retries += 1
+            self.stats.retry_reasons[reason] = self.stats.retry_reasons.get(reason, 0) + 1
+
+    def _backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        s = self.settings
+        if retry_after is not None:
+            return min(retry_after, s.max_retry_after_s)
+        return min(s.backoff_s * (2**attempt), s.max_backoff_s)
+
+    def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
+        key_extra: dict[str, Any] | None = None,
+        validate: Callable[[dict[str, Any]], Any] | None = None,
+        use_cache: bool = True,
+        seed: int | None = None,
+    ) -> LLMResponse:
+        """One chat completion, from the cache when possible; raise :class:`LLMError` when all tries fail.
+
+        With ``schema`` the answer must be a JSON object (and pass ``validate``, which should
+        raise ``ValueError`` to reject it); a bad answer is retried like a 5xx. ``seed``
+        overrides the settings' sampling seed for this call (and in the cache key).
+        """
+        material = self._key_material(messages, schema, schema_name, key_extra, seed)
+        key = sha256_text(canonical_json(material))
+        if use_cache and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                content, usage, finish = hit
+                parsed = parse_json_object(content) if schema is not None else None
+                self._count(
+                    cache_hits=1,
+                    cached_prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                    cached_completion_tokens=int(usage.get("completion_tokens", 0)),
+                )
+                return LLMResponse(content, parsed, usage, key, True, 0, finish)
+        body = self.request_body(messages, schema, schema_name, seed)
+        s = self.settings
+        last_error = "no attempt made"
+        last_content: str | None = None
+        spent = {"prompt_tokens": 0, "completion_tokens": 0}  # over every completion that came back, usable or not
+        for attempt in range(s.max_retries + 1):
+            headers = {"Content-Type": "application/json"}
+            api_key = s.api_key()
+            if api_key:
+                headers["Authorization"] = f"Bearer {api_key}"
+            retry_after = None
+            try:
+                self._count(http_calls=1)
+                resp = self._session().post(s.endpoint, json=body, headers=headers, timeout=s.timeout_s)
+            except requests.Timeout:
+                reason, last_error = "timeout", f"timed out after {s.timeout_s:g} s"
+            except requests.ConnectionError as exc:
+                reason, last_error = "connection", f"connection error ({exc.__class__.__name__})"
+            else:
+                if resp.status_code == 200:
+                    try:
+                        data = resp.json()
+                        choice = data["choices"][0]
+                        content = redact(choice["message"]["content"] or "", [api_key]) or ""
+                        finish = choice.get("finish_reason")
+                        usage = {
+                            k: int(v)
+                            for k, v in (data.get("usage") or {}).items()
+                            if k in ("prompt_tokens", "completion_tokens", "total_tokens")
+                            and isinstance(v, (int, float))
+                        }
+                    except (ValueError, KeyError, IndexError, TypeError):
+                        reason, last_error = "bad_body", "the response body is not a chat completion"
+                    else:
+                        self._count(
+                            prompt_tokens=usage.get("prompt_tokens", 0),
+                            completion_tokens=usage.get("completion_tokens", 0),
+                        )
+                        for name in spent:
+                            spent[name] += usage.get(name, 0)
+                        last_content = content
+                        try:
+                            parsed = parse_json_object(content) if schema is not None else None
+                            if parsed is not None and validate is not None:
+                                validate(parsed)
+                        except (InvalidAnswer, ValueError) as exc:
+                            reason, last_error = "invalid_json", f"invalid answer: {' '.join(str(exc).split())[:300]}"
+                        else:
+                            if self.cache is not None:
+                                self.cache.put(key, material, content, usage, finish)
+                            return LLMResponse(content, parsed, usage, key, False, attempt + 1, finish)
+                elif resp.status_code in RETRYABLE_STATUS:
+                    reason, last_error = f"http_{resp.status_code}", f"HTTP {resp.status_code}"
+                    if resp.status_code == 429:
+                        retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
+                else:
+                    self._count(failures=1)
+                    raise LLMError(
+                        f"HTTP {resp.status_code} from {s.endpoint}: {(redact(resp.text, [api_key]) or '')[:200]!r}",
+                        attempt + 1,
+                        usage=spent,
+                    )
+            if attempt < s.max_retries:
+                self._note_retry(reason)
+                self._sleep(self._backoff(attempt, retry_after))
+        self._count(failures=1)
+        raise LLMError(
+            f"no usable answer from {s.endpoint} after {s.max_retries + 1} attempt(s): {last_error}",
+            s.max_retries + 1,
+            last_content,
+            usage=spent,
+        )
+
+    def chat_many(
+        self, requests_: Sequence[ChatRequest], on_done: Callable[[int, LLMResponse | LLMError], None] | None = None
+    ) -> list[LLMResponse | LLMError]:
+        """Run many chats with at most ``settings.concurrency`` in flight; results (or LLMErrors) in input order."""
+
+        def one(index_req: tuple[int, ChatRequest]) -> LLMResponse | LLMError:
+            index, req = index_req
+            try:
+                out: LLMResponse | LLMError = self.chat(
+                    list(req.messages), req.schema, req.schema_name, req.key_extra, req.validate, seed=req.seed
+                )
+            except LLMError as exc:
+                out = exc
+            if on_done is not None:
+                on_done(index, out)
+            return out
+
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            return list(pool.map(one, enumerate(requests_)))
+
+    def close(self) -> None:
+        """Close the cache connection."""
+        if self.cache is not None:
+            self.cache.close()

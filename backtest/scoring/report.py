@@ -1,0 +1,297 @@
+"""Run reports: ``report.md`` and a self-contained ``report.html`` (charts embedded as base64 PNG).
+
+Charts (matplotlib, Agg backend): outcome rates and premise-status rates as bars with
+95% Clopper–Pearson intervals (from ``metrics.json``; counted from the judgments when a
+rate is missing), and a histogram of the top-1 retrieval similarity. Then a
+per-question table: question, outcome, premise, top-1 similarity, cited ids, flags.
+Everything is rendered from the run's own files, so ``backtest report RUN_DIR`` can
+redraw a report at any time.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+from backtest.core.fileio import atomic_write_text
+from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Judgment, Question, Retrieval
+from backtest.core.stats import clopper_pearson
+from backtest.judge.cards import NOT_VALIDATED
+
+_COLORS = {
+    "answered": "#2b8a3e",
+    "partially_addressed": "#74b816",
+    "posed_but_open": "#f59f00",
+    "not_addressed": "#adb5bd",
+    "supported": "#1971c2",
+    "refuted": "#c92a2a",
+    "weakened": "#e8590c",
+    "still_plausible": "#74c0fc",
+    "not_applicable": "#ced4da",
+}
+HIST_COLOR = "#5c7cfa"  # the top-1 similarity histogram's bars
+
+
+def _rate_rows(
+    section: dict[str, Any] | None, labels: Sequence[str], values: Sequence[str], n: int
+) -> list[dict[str, Any]]:
+    """(label, k, rate, lo, hi) per label, from a metrics section or counted from ``values``."""
+    counts = Counter(values)
+    rows = []
+    for label in labels:
+        entry = (section or {}).get(label) if isinstance(section, dict) else None
+        if isinstance(entry, dict) and "k" in entry:
+            k = int(entry["k"])
+        else:
+            k = counts.get(label, 0)
+        lo, hi = clopper_pearson(k, n) if n else (0.0, 0.0)
+        rows.append({"label": label, "k": k, "n": n, "rate": k / n if n else 0.0, "lo": lo, "hi": hi})
+    return rows
+
+
+def _png(fig) -> str:
+    from backtest.core.plots import figure_png
+
+    return base64.b64encode(figure_png(fig, dpi=110, tight=True)).decode("ascii")
+
+
+def bar_chart(rows: list[dict[str, Any]], title: str) -> str:
+    """A horizontal bar chart of rates with 95% Clopper–Pearson error bars, as base64 PNG."""
+    from backtest.core.plots import pyplot
+
+    plt = pyplot()
+
+    fig, ax = plt.subplots(figsize=(6.4, 0.5 + 0.45 * len(rows)))
+    labels = [r["label"] for r in rows][::-1]
+    rates = [r["rate"] for r in rows][::-1]
+    err = [[r["rate"] - r["lo"] for r in rows][::-1], [r["hi"] - r["rate"] for r in rows][::-1]]
+    ax.barh(
+        labels,
+        rates,
+        xerr=err,
+        color=[_COLORS.get(lab, "#868e96") for lab in labels],
+        capsize=4,
+        error_kw={"elinewidth": 1, "ecolor": "#343a40"},
+    )
+    for y, r in enumerate(rows[::-1]):
+        ax.text(min(r["hi"] + 0.02, 0.98), y, f"{r['k']}/{r['n']}", va="center", fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("rate over all frozen questions (bars: 95% Clopper–Pearson)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def similarity_histogram(values: Sequence[float], title: str = "top-1 retrieval similarity") -> str:
+    """A histogram of top-1 similarities, as base64 PNG."""
+    from backtest.core.plots import pyplot
+
+    plt = pyplot()
+
+    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    if values:
+        ax.hist(values, bins=[i / 20 for i in range(21)], color=HIST_COLOR, edgecolor="white")
+        mean = sum(values) / len(values)
+        ax.axvline(mean, color="#343a40", linestyle="--", linewidth=1)
+        ax.text(mean, ax.get_ylim()[1] * 0.9, f" mean {mean:.3f}", fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no similarities", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("cosine similarity (question vs best future document)")
+    ax.set_ylabel("questions")
+    ax.set_title(title, fontsize=10)
+    return _png(fig)
+
+
+def _fmt_rate(entry: Any) -> str:
+    if isinstance(entry, dict) and "rate" in entry:
+        ci = entry.get("ci95") or entry.get("ci") or [None, None]
+        rate = entry.get("rate")
+        if rate is None:
+            return f"– ({entry.get('k', 0)}/{entry.get('n', 0)})"
+        lo, hi = (
+            (ci + [None, None])[:2]
+            if isinstance(ci, list)
+            else (ci.get("low"), ci.get("high"))
+            if isinstance(ci, dict)
+            else (None, None)
+        )
+        band = f" [{lo:.3f}, {hi:.3f}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
+        return f"{rate:.3f}{band} ({entry.get('k')}/{entry.get('n')})"
+    if isinstance(entry, float):
+        return f"{entry:.4f}"
+    return "–" if entry is None else str(entry)
+
+
+def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, formatted value) for the headline metrics."""
+    lag = metrics.get("first_engagement_lag_years") or {}
+    rows = [(f"outcome: {k}", _fmt_rate((metrics.get("outcomes") or {}).get(k))) for k in OUTCOMES]
+    rows += [("coverage (1 − not_addressed; read with the outcome split)", _fmt_rate(metrics.get("coverage")))]
+    rows += [(f"premise: {k}", _fmt_rate((metrics.get("premise") or {}).get(k))) for k in PREMISE_STATUSES]
+    rows += [
+        ("premise refutation rate", _fmt_rate(metrics.get("premise_refutation_rate"))),
+        ("mean supporting papers per question", _fmt_rate(metrics.get("mean_supporting_papers"))),
+        ("multi-source rate (≥ 2 cited papers)", _fmt_rate(metrics.get("multi_source_rate"))),
+        ("first-engagement lag, years (mean)", _fmt_rate(lag.get("mean") if isinstance(lag, dict) else lag)),
+        ("mean top-1 similarity", _fmt_rate(metrics.get("mean_top1_similarity"))),
+        ("specificity rate (names a catalogued object)", _fmt_rate(metrics.get("specificity_rate"))),
+        ("mean lead time, years", "null — " + str(metrics.get("mean_lead_time_reason", "not estimated"))),
+        ("judgments flagged needs_review", str((metrics.get("needs_review") or {}).get("n", 0))),
+    ]
+    return rows
+
+
+def _question_rows(
+    questions: Sequence[Question], retrievals: Sequence[Retrieval], judgments: Sequence[Judgment]
+) -> list[dict[str, Any]]:
+    by_r = {r.question_id: r for r in retrievals}
+    by_j = {j.question_id: j for j in judgments}
+    rows = []
+    for q in questions:
+        r, j = by_r.get(q.question_id), by_j.get(q.question_id)
+        rows.append(
+            {
+                "id": q.question_id,
+                "question": q.question,
+                "outcome": j.outcome if j else "(missing)",
+                "premise": j.premise_status if j else "(missing)",
+                "top1": r.top1_similarity if r else None,
+                "cited": list(j.supporting_ids) if j else [],
+                "flags": list(j.needs_review) if j else ["no judgment"],
+                "rationale": j.rationale if j else "",
+            }
+        )
+    return rows
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: whitespace (newlines too) folded, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render_markdown(run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None) -> str:
+    """The Markdown report. ``validity`` is the judge's validity-card line (``not validated`` when None)."""
+    lines = [f"# Run {run.get('run_id')}: {run.get('system')} on {run.get('instance_id')}", ""]
+    judge = run.get("judge") or {}
+    retr = run.get("retriever") or {}
+    lines += [
+        f"- frozen set: `{run.get('frozen_path')}` (seal `{str(run.get('frozen_seal'))[:16]}…`)",
+        f"- cutoff: {run.get('cutoff')}; questions: {len(questions)}",
+        f"- retriever: {retr.get('method', '?')} (k={retr.get('k', '?')})",
+        f"- judge: {judge.get('name')} (model {judge.get('model')}, protocol {judge.get('protocol')}, "
+        f"prompt `{str(judge.get('prompt_sha256'))[:12]}…`, config `{str(judge.get('config_sha256'))[:12]}…`)",
+        f"- valid (leakage checks): {run.get('valid')}",
+        "",
+    ]
+    lines += [f"> {validity or NOT_VALIDATED}", ""]
+    lines += [
+        "## Metrics (over all frozen questions; 95% Clopper–Pearson intervals)",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
+    lines += [f"| {name} | {value} |" for name, value in headline_rows(metrics)]
+    lines += [
+        "",
+        "## Questions",
+        "",
+        "| id | outcome | premise | top-1 sim | cited | flags | question |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in _question_rows(questions, retrievals, judgments):
+        sim = f"{row['top1']:.3f}" if isinstance(row["top1"], float) else "–"
+        lines.append(
+            f"| {_cell(row['id'])} | {_cell(row['outcome'])} | {_cell(row['premise'])} | {sim} | "
+            f"{_cell(', '.join(row['cited']))} | {_cell('; '.join(row['flags']))} | {_cell(row['question'])} |"
+        )
+    leak = run.get("leakage") or []
+    if leak:
+        lines += ["", "## Leakage checks", ""] + [
+            f"- {c.get('name')}: {c.get('status')} — {c.get('summary', c.get('reason', ''))}" for c in leak
+        ]
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#212529}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #dee2e6}
+table{border-collapse:collapse;width:100%;font-size:.85em}td,th{border:1px solid #dee2e6;padding:4px 6px;vertical-align:top;text-align:left}
+th{background:#f1f3f5}.charts{display:flex;flex-wrap:wrap;gap:12px}.charts img{max-width:540px;border:1px solid #e9ecef}
+.note{background:#fff9db;border-left:4px solid #fab005;padding:6px 10px}.flag{color:#c92a2a}.meta li{margin:2px 0}
+code{font-size:.9em}"""
+
+
+def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None) -> str:
+    """The self-contained HTML report (charts inline as base64 PNG); ``validity`` as in :func:`render_markdown`."""
+    esc = html.escape
+    n = len(questions)
+    outcome_rows = _rate_rows(metrics.get("outcomes"), OUTCOMES, [j.outcome for j in judgments], n)
+    premise_rows = _rate_rows(metrics.get("premise"), PREMISE_STATUSES, [j.premise_status for j in judgments], n)
+    sims = [r.top1_similarity for r in retrievals if r.top1_similarity is not None]
+    charts = [
+        ("outcome", bar_chart(outcome_rows, "What became of the questions (outcome)")),
+        ("premise", bar_chart(premise_rows, "What became of their premises (premise_status)")),
+        ("similarity", similarity_histogram(sims)),
+    ]
+    judge = run.get("judge") or {}
+    retr = run.get("retriever") or {}
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(str(run.get('run_id')))} — backtest report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>Run <code>{esc(str(run.get('run_id')))}</code>: {esc(str(run.get('system')))} on {esc(str(run.get('instance_id')))}</h1>",
+        "<ul class='meta'>",
+        f"<li>frozen set <code>{esc(str(run.get('frozen_path')))}</code>, seal <code>{esc(str(run.get('frozen_seal'))[:16])}…</code></li>",
+        f"<li>cutoff {esc(str(run.get('cutoff')))}; {n} questions</li>",
+        f"<li>retriever {esc(str(retr.get('method', '?')))}, k={esc(str(retr.get('k', '?')))}</li>",
+        f"<li>judge <b>{esc(str(judge.get('name')))}</b> (model {esc(str(judge.get('model')))}, protocol {esc(str(judge.get('protocol')))}, "
+        f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
+        f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li></ul>",
+    ]
+    parts.append(f"<p class='note' id='judge-validity'>{esc(validity or NOT_VALIDATED)}</p>")
+    parts.append("<h2>Charts</h2><div class='charts'>")
+    parts += [f"<img id='chart-{name}' alt='{name} chart' src='data:image/png;base64,{data}'>" for name, data in charts]
+    parts.append(
+        "</div><h2>Metrics</h2><p>Rates are over all frozen questions, with 95% Clopper–Pearson intervals.</p>"
+        "<table><tr><th>metric</th><th>value</th></tr>"
+    )
+    parts += [f"<tr><td>{esc(name)}</td><td>{esc(value)}</td></tr>" for name, value in headline_rows(metrics)]
+    parts.append(
+        "</table><h2>Questions</h2><table><tr><th>id</th><th>question</th><th>outcome</th><th>premise</th>"
+        "<th>top-1 sim</th><th>cited</th><th>flags / rationale</th></tr>"
+    )
+    for row in _question_rows(questions, retrievals, judgments):
+        sim = f"{row['top1']:.3f}" if isinstance(row["top1"], float) else "–"
+        flags = "".join(f"<div class='flag'>{esc(f)}</div>" for f in row["flags"])
+        parts.append(
+            f"<tr><td>{esc(row['id'])}</td><td>{esc(row['question'])}</td><td>{esc(row['outcome'])}</td>"
+            f"<td>{esc(row['premise'])}</td><td>{sim}</td><td>{esc(', '.join(row['cited']))}</td>"
+            f"<td>{flags}<div>{esc(row['rationale'])}</div></td></tr>"
+        )
+    parts.append("</table>")
+    leak = run.get("leakage") or []
+    if leak:
+        parts.append("<h2>Leakage checks</h2><ul>")
+        parts += [
+            f"<li>{esc(str(c.get('name')))}: <b>{esc(str(c.get('status')))}</b> — {esc(str(c.get('summary', c.get('reason', ''))))}</li>"
+            for c in leak
+        ]
+        parts.append("</ul>")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_reports(
+    run_dir: Path, run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None
+) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` into ``run_dir`` (atomically)."""
+    run_dir = Path(run_dir)
+    md = atomic_write_text(
+        run_dir / "report.md", render_markdown(run, questions, retrievals, judgments, metrics, validity)
+    )
+    page = atomic_write_text(
+        run_dir / "report.html", render_html(run, questions, retrievals, judgments, metrics, validity)
+    )
+    return md, page

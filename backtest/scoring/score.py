@@ -1,0 +1,456 @@
+"""The resumable scoring pipeline: frozen set → retrieve → judge → constraints → metrics → report.
+
+``score_frozen(FROZEN_DIR, ws, judge=..., run_id=...)`` writes
+``results/<instance>/<system>/<run_id>/``:
+
+* ``RUN.json``: what was scored with what (instance and frozen seals, retriever spec,
+  judge info and settings, their sha256 ``settings_sha256``), status, counts,
+  the judge's call/cache/token counters, ``valid`` and ``leakage``.
+* ``retrieval.jsonl``: one Retrieval per question, in question order (written once).
+* ``judgments.jsonl``: one Judgment per question, in question order.
+* ``metrics.json``, ``report.md``, ``report.html``.
+
+**Resumable.** Judgments are appended, one canonical JSON line per question, to
+``judgments.partial.jsonl`` with an fsync after each line. A rerun keeps every
+complete line whose question matches the order (a torn last line is cut off),
+judges only the rest, and renames the result to ``judgments.jsonl``. LLM answers
+are also in the judge's cache, so a question in flight when the process died costs
+no new call. Judges are deterministic (the offline judge by construction, the LLM
+judge through its cache at temperature 0), so a killed-and-resumed run gives a
+``judgments.jsonl`` byte-identical to an uninterrupted one.
+
+**Never overwritten.** The default run id is ``<judge>-<sha256(settings)[:12]>``, so a
+different judge, prompt, config, retriever or frozen set mints a new run; an existing
+run folder with other settings is refused, and a complete run is left as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tqdm import tqdm
+
+from backtest import __version__
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json, write_json
+from backtest.core.records import Judgment, Question, Retrieval, check_safe_name, parse_record
+from backtest.core.seal import canonical_json, sha256_json, sha256_text
+from backtest.core.workspace import Workspace
+
+PARTIAL = "judgments.partial.jsonl"
+RUN_FILES = ("RUN.json", "retrieval.jsonl", "judgments.jsonl", "metrics.json", "report.md", "report.html")
+
+
+@dataclass
+class ScoreResult:
+    """What a call to :func:`score_frozen` did."""
+
+    run_dir: Path
+    run_id: str
+    status: str  # "complete" or "already complete"
+    n_questions: int
+    judged_now: int = 0
+    judge_stats: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    valid: bool | None = None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_settings(bundle, instance, judge) -> dict[str, Any]:
+    """Everything that changes a run's labels; its sha256 names the default run id."""
+    return {
+        "frozen_seal": bundle.frozen.seal,
+        "instance_id": instance.instance_id,
+        "instance_seal": instance.seal,
+        "future_seal": instance.future.seal if instance.future else None,
+        "retrieval": instance.retrieval.model_dump(mode="json"),
+        "judge": judge.settings(),
+    }
+
+
+def judge_spec_of(judge, ws: Workspace) -> str:
+    """How ``get_judge`` finds this judge again: its config path (relative to the root when inside), or its name."""
+    path = getattr(judge, "config_path", None)
+    return ws.relative(Path(path)) if path else judge.name
+
+
+def default_run_id(judge_name: str, settings: dict[str, Any]) -> str:
+    """``<judge>-<first 12 hex of sha256(settings)>``."""
+    return f"{judge_name}-{sha256_json(settings)[:12]}"
+
+
+# --------------------------------------------------------------------------- judgments file
+
+
+def partial_line(judgment: Judgment, prev: str) -> tuple[bytes, str]:
+    """One line of the partial file and its chain hash: ``<sha256(prev + json)> <judgment json>``.
+
+    The chain starts from the run's settings sha256, so an edited, reordered or foreign
+    line breaks it and is judged again on resume instead of being kept.
+    """
+    body = canonical_json(judgment.model_dump(mode="json"))
+    chain = sha256_text(prev + body)
+    return f"{chain} {body}\n".encode("utf-8"), chain
+
+
+def recover_partial(path: Path, question_ids: Sequence[str], seed: str = "") -> tuple[list[Judgment], str]:
+    """The judgments already on disk, in order, and the chain hash after them; cut the file after the last good line.
+
+    A line counts when it is complete (ends with a newline), its chain hash matches
+    (``seed`` is the run's settings sha256), it parses as a Judgment of the question at
+    its position, and it is not a failed judgment (those are retried). Everything from
+    the first line that does not count is removed (a SIGKILL tears at most the last line;
+    an edit breaks the chain).
+    """
+    if not path.is_file():
+        return [], seed
+    data = path.read_bytes()
+    good: list[Judgment] = []
+    keep, chain = 0, seed
+    for raw in data.split(b"\n")[:-1]:  # the piece after the last newline is torn or empty
+        digest, _, body = raw.partition(b" ")
+        try:
+            text = body.decode("utf-8")
+            if digest.decode("ascii") != sha256_text(chain + text):
+                break
+            judgment = Judgment.model_validate(json.loads(text))
+        except ValueError:
+            break
+        if len(good) >= len(question_ids) or judgment.question_id != question_ids[len(good)]:
+            break
+        if getattr(judgment, "judge_failed", False):
+            break
+        good.append(judgment)
+        chain = digest.decode("ascii")
+        keep += len(raw) + 1
+    if keep != len(data):
+        with open(path, "r+b") as handle:
+            handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return good, chain
+
+
+def judgment_line(judgment: Judgment) -> bytes:
+    """One canonical JSON line of a judgment (the exact bytes in judgments.jsonl)."""
+    return (canonical_json(judgment.model_dump(mode="json")) + "\n").encode("utf-8")
+
+
+def n_failed(judgments: Sequence[Judgment]) -> int:
+    """How many judgments are ``judge_failed`` (the judge gave no usable answer)."""
+    return sum(1 for j in judgments if getattr(j, "judge_failed", False))
+
+
+def judge_all(
+    judge,
+    questions: Sequence[Question],
+    retrievals: Sequence[Retrieval],
+    run_dir: Path,
+    progress: bool = False,
+    on_judged: Callable[[int], None] | None = None,
+    seed: str = "",
+) -> tuple[list[Judgment], int]:
+    """Judge every question not yet in the partial file; return all judgments and how many were new.
+
+    ``judgments.jsonl`` is written only when every judgment succeeded; with a failed one the
+    partial file stays, and a rerun retries from the first failure (``seed``: the run's
+    settings sha256, which starts the partial file's hash chain).
+    """
+    final = run_dir / "judgments.jsonl"
+    qids = [q.question_id for q in questions]
+    if final.is_file():
+        rows = [parse_record(Judgment, obj, f"{final}:{n}") for n, obj in iter_jsonl(final)]
+        if [j.question_id for j in rows] != qids:
+            raise CheckFailed(f"{final}: its question ids do not match the frozen set's order")
+        with contextlib.suppress(FileNotFoundError):  # killed between the rename and the unlink
+            (run_dir / PARTIAL).unlink()
+        return rows, 0
+    partial = run_dir / PARTIAL
+    done, chain = recover_partial(partial, qids, seed)
+    todo = list(range(len(done), len(questions)))
+    stats0 = judge.stats()
+
+    def postfix() -> dict[str, Any]:
+        st = judge.stats()
+        return {
+            "cache_hits": st.get("cache_hits", 0) - stats0.get("cache_hits", 0),
+            "tokens": (st.get("prompt_tokens", 0) + st.get("completion_tokens", 0))
+            - (stats0.get("prompt_tokens", 0) + stats0.get("completion_tokens", 0)),
+        }
+
+    def one(i: int) -> Judgment:
+        return judge.judge(questions[i], list(retrievals[i].documents))
+
+    with (
+        open(partial, "ab") as handle,
+        tqdm(
+            total=len(questions),
+            initial=len(done),
+            desc=f"judging ({judge.name})",
+            unit=" q",
+            file=sys.stderr,
+            disable=not progress,
+        ) as bar,
+    ):
+        pool = ThreadPoolExecutor(max_workers=max(1, int(getattr(judge, "concurrency", 1)))) if todo else None
+        try:
+            results = pool.map(one, todo) if pool else iter(())
+            for i, judgment in zip(todo, results):
+                if judgment.question_id != qids[i]:
+                    raise CheckFailed(
+                        f"judge {judge.name} answered for {judgment.question_id!r} instead of {qids[i]!r}"
+                    )
+                line, chain = partial_line(judgment, chain)
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+                done.append(judgment)
+                bar.update(1)
+                bar.set_postfix(postfix(), refresh=False)
+                if on_judged is not None:
+                    on_judged(i)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+    if n_failed(done):
+        return done, len(todo)
+    atomic_write_bytes(final, b"".join(judgment_line(j) for j in done))
+    with contextlib.suppress(FileNotFoundError):
+        partial.unlink()
+    return done, len(todo)
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def leakage_hook(run_dir: Path, ws: Workspace) -> tuple[bool, list[dict[str, Any]]]:
+    """Run the mechanical leakage checks (``backtest.validity.leakage.check_run``) on a run folder.
+
+    Returns ``(valid, leakage)``: ``valid`` is False when any check failed. Runs after
+    retrieval.jsonl and judgments.jsonl are final; the result goes into RUN.json and
+    metrics.json.
+    """
+    from backtest.validity.leakage import check_run, leakage_record
+
+    record = leakage_record(check_run(run_dir, ws))
+    return bool(record["valid"]), record["leakage"]
+
+
+def _metrics(questions, judgments, retrievals, cutoff) -> dict[str, Any]:
+    try:
+        from backtest.scoring.metrics import compute_metrics
+    except ImportError:
+        raise CheckFailed("backtest.scoring.metrics is missing from this build; cannot compute metrics") from None
+    return compute_metrics(questions, judgments, retrievals, cutoff)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def sibling_retrieval(run_dir: Path, settings: dict[str, Any]) -> Path | None:
+    """``retrieval.jsonl`` of a complete sibling run with the same frozen set, instance and retrieval
+    settings (retrieval is deterministic, so it is reused instead of recomputed), or None."""
+    same = {k: settings[k] for k in ("frozen_seal", "instance_seal", "future_seal", "retrieval")}
+    parent = run_dir.parent
+    if not parent.is_dir():
+        return None
+    for other in sorted(p for p in parent.iterdir() if p.is_dir() and p != run_dir):
+        try:
+            meta = read_json(other / "RUN.json")
+        except BadInput:
+            continue
+        if meta.get("status") != "complete" or not (other / "retrieval.jsonl").is_file():
+            continue
+        theirs = meta.get("run_settings") or {}
+        if {k: theirs.get(k) for k in same} == same:
+            return other / "retrieval.jsonl"
+    return None
+
+
+def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list[Judgment], dict[str, Any]]:
+    """RUN.json, retrievals, judgments and metrics of a finished run (for ``backtest report``)."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "RUN.json").is_file():
+        raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
+    run = read_json(run_dir / "RUN.json")
+    for name in ("retrieval.jsonl", "judgments.jsonl", "metrics.json"):
+        if not (run_dir / name).is_file():
+            raise BadInput(f"{run_dir}: {name} is missing (is the run complete? rerun `backtest score`)")
+    retrievals = [
+        parse_record(Retrieval, o, f"{run_dir / 'retrieval.jsonl'}:{n}")
+        for n, o in iter_jsonl(run_dir / "retrieval.jsonl")
+    ]
+    judgments = [
+        parse_record(Judgment, o, f"{run_dir / 'judgments.jsonl'}:{n}")
+        for n, o in iter_jsonl(run_dir / "judgments.jsonl")
+    ]
+    return run, retrievals, judgments, read_json(run_dir / "metrics.json")
+
+
+def score_frozen(
+    frozen_path: str | Path,
+    ws: Workspace,
+    judge_spec: str | None = None,
+    run_id: str | None = None,
+    progress: bool = False,
+    judge=None,
+    on_judged: Callable[[int], None] | None = None,
+) -> ScoreResult:
+    """Score a frozen set into ``results/<instance>/<system>/<run_id>/`` (resumable; never overwrites).
+
+    ``judge_spec`` is a judge config path or name (default: the instance's judge, else
+    ``offline``); ``judge`` may pass a ready Judge object instead.
+    """
+    from backtest.corpus.instance import load_instance
+    from backtest.judge import get_judge
+    from backtest.judge.cards import run_validity
+    from backtest.retrieve import retrieve_questions, write_retrievals
+    from backtest.scoring.report import write_reports
+    from backtest.submit.freeze import is_frozen_and_intact, load_frozen
+
+    frozen_path = Path(frozen_path)
+    if not frozen_path.is_absolute() and not frozen_path.exists():
+        frozen_path = ws.root / frozen_path
+    if not frozen_path.is_dir():
+        raise BadInput(f"{frozen_path}: no such frozen set folder")
+    ok, why = is_frozen_and_intact(frozen_path, ws)
+    if not ok:
+        raise CheckFailed(f"{frozen_path}: not a frozen, intact set ({why}); scoring reads frozen sets only")
+    bundle = load_frozen(frozen_path)
+    instance = load_instance(bundle.frozen.instance_id, ws)
+    if instance.seal != bundle.frozen.instance_seal:
+        raise CheckFailed(
+            f"{frozen_path}: frozen against instance seal {bundle.frozen.instance_seal[:12]}…, "
+            f"but instance {instance.instance_id} now has {instance.seal[:12]}…"
+        )
+    if instance.future is None:
+        raise BadInput(
+            f"instance {instance.instance_id} has no future corpus yet (prospective); grade it when it is due"
+        )
+    if judge is None:
+        spec = judge_spec or instance.judge.config or "offline"
+        judge = get_judge(spec, ws)
+    settings = run_settings(bundle, instance, judge)
+    settings_sha = sha256_json(settings)
+    run_id = run_id or default_run_id(judge.name, settings)
+    try:
+        check_safe_name(run_id, "run id")
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    system = bundle.frozen.system
+    run_dir = ws.results / instance.instance_id / system / run_id
+    run_json = run_dir / "RUN.json"
+    questions = list(bundle.questions)
+    started = _now()
+    if run_json.is_file():
+        existing = read_json(run_json)
+        if existing.get("settings_sha256") != settings_sha:
+            raise BadInput(
+                f"{run_dir} holds a run with other settings (judge, retriever or frozen set); runs are never "
+                f"overwritten: choose another --run-id or omit it for the settings-derived one"
+            )
+        if existing.get("status") == "complete":
+            return ScoreResult(
+                run_dir,
+                run_id,
+                "already complete",
+                len(questions),
+                metrics=read_json(run_dir / "metrics.json"),
+                valid=existing.get("valid"),
+            )
+        started = existing.get("started_at", started)
+    run: dict[str, Any] = {
+        "schema_version": "1",
+        "run_id": run_id,
+        "status": "running",
+        "backtest_version": __version__,
+        "instance_id": instance.instance_id,
+        "instance_seal": instance.seal,
+        "cutoff": str(instance.cutoff),
+        "system": system,
+        "frozen_path": ws.relative(frozen_path),
+        "frozen_seal": bundle.frozen.seal,
+        "frozen_version": bundle.frozen.version,
+        "n_questions": len(questions),
+        "retriever": None,
+        "judge": {**judge.info().model_dump(mode="json"), "spec": judge_spec_of(judge, ws)},
+        "judge_settings": judge.settings(),
+        "settings_sha256": settings_sha,
+        "run_settings": settings,
+        "started_at": started,
+        "valid": None,
+        "leakage": [],
+    }
+    write_json(run_json, run)
+
+    retrieval_path = run_dir / "retrieval.jsonl"
+    if retrieval_path.is_file():
+        retrievals = [parse_record(Retrieval, o, f"{retrieval_path}:{n}") for n, o in iter_jsonl(retrieval_path)]
+        if [r.question_id for r in retrievals] != [q.question_id for q in questions]:
+            raise CheckFailed(
+                f"{retrieval_path}: question ids do not match the frozen set; remove the run folder to redo it"
+            )
+    elif (sibling := sibling_retrieval(run_dir, settings)) is not None:
+        atomic_write_bytes(retrieval_path, sibling.read_bytes())
+        retrievals = [parse_record(Retrieval, o, f"{retrieval_path}:{n}") for n, o in iter_jsonl(retrieval_path)]
+    else:
+        retrievals = retrieve_questions(questions, instance, ws, progress=progress)
+        write_retrievals(retrieval_path, retrievals)
+    run["retriever"] = (
+        {**retrievals[0].retriever, "k": retrievals[0].k} if retrievals else instance.retrieval.model_dump(mode="json")
+    )
+
+    judgments, judged_now = judge_all(
+        judge, questions, retrievals, run_dir, progress=progress, on_judged=on_judged, seed=settings_sha
+    )
+    failed = n_failed(judgments)
+    if failed:
+        run.update(
+            {
+                "status": "incomplete",
+                "n_judge_failed": failed,
+                "judged_last_invocation": judged_now,
+                "judge_stats_last_invocation": judge.stats(),
+            }
+        )
+        write_json(run_json, run)
+        reasons = [f"{j.question_id}: {j.needs_review[0]}" for j in judgments if getattr(j, "judge_failed", False)]
+        raise CheckFailed(
+            f"{failed} of {len(questions)} judgments failed (the judge gave no usable answer); the run "
+            f"{ws.relative(run_dir)} is incomplete: rerun `backtest score` to retry them; first: {reasons[0]}",
+            reasons,
+        )
+    valid, leakage = leakage_hook(run_dir, ws)
+    metrics = _metrics(questions, judgments, retrievals, instance.cutoff)
+    metrics.update({"run_id": run_id, "valid": valid, "leakage": leakage})
+    write_json(run_dir / "metrics.json", metrics)
+    stats = judge.stats()
+    run.update(
+        {
+            "status": "complete",
+            "finished_at": _now(),
+            "valid": valid,
+            "leakage": leakage,
+            "n_needs_review": sum(1 for j in judgments if j.needs_review),
+            "judge_stats_last_invocation": stats,
+            "judged_last_invocation": judged_now,
+            "tokens_total": {
+                "prompt_tokens": sum(j.tokens.get("prompt_tokens", 0) for j in judgments),
+                "completion_tokens": sum(j.tokens.get("completion_tokens", 0) for j in judgments),
+            },
+        }
+    )
+    write_reports(run_dir, run, questions, retrievals, judgments, metrics, run_validity(ws, run["judge"])["line"])
+    write_json(run_json, run)
+    return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid)

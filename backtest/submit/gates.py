@@ -1,0 +1,664 @@
+"""Loading a submission and the gates it must pass before it is frozen.
+
+:func:`load_submission` is the schema gate: anything malformed (bad JSON, a
+missing or mistyped field, non-UTF-8 bytes, a huge line, a duplicate JSON key, an
+unsafe ``system_name``, a linked file) raises :class:`BadInput` (exit 2) naming the
+file and line. The other gates (:data:`GATES`) see well-formed records and return a
+:class:`~backtest.core.records.GateResult` each: ``passed``, ``failed`` (the freeze is
+refused, exit 1), ``warned`` (recorded, not fatal) or ``skipped`` with the reason it
+could not run (never reported as passed).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from backtest.core.errors import BadInput
+from backtest.core.records import CONTRACT_FIELDS, GateResult, Instance, Question, SubmissionMetadata, parse_record
+
+QUESTIONS_FILE = "questions.jsonl"
+METADATA_FILE = "metadata.json"
+MAX_QUESTIONS_BYTES = 64 << 20
+MAX_LINE_BYTES = 256 << 10
+MAX_METADATA_BYTES = 1 << 20
+MAX_QUESTIONS = 5000  # a benchmark set is 125; the near-duplicate screen compares every pair
+DEDUP_MODES = ("report", "fail", "drop-later")
+CLARITY_MODES = ("report", "fail")
+NOT_APPLICABLE = "not applicable"
+
+
+# --------------------------------------------------------------------------- loading (the schema gate)
+
+
+@dataclass
+class Submission:
+    """A parsed submission folder, keeping the exact bytes of both files and of each line."""
+
+    folder: Path
+    questions: list[Question]
+    lines: list[int]
+    raw_lines: list[bytes]
+    metadata: SubmissionMetadata
+    metadata_data: dict[str, Any]
+    questions_bytes: bytes
+    metadata_bytes: bytes
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` that rejects duplicate keys, NaN/Infinity and lone surrogates (ValueError)."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    _reject_surrogates(obj)
+    return obj
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_surrogates(obj: Any) -> None:
+    """ValueError when any string (key or value) holds a lone surrogate: ``\\udc80`` decodes to one, and it is
+    not a Unicode scalar value (it cannot be written as UTF-8, so such a question could never be scored)."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                raise ValueError(
+                    f"text holds a lone surrogate (U+{ord(found.group(0)):04X}), which is not valid Unicode"
+                )
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    if path.is_symlink():
+        raise BadInput(f"{path}: must be a regular file, not a link")
+    if not path.exists():
+        raise BadInput(f"{path}: no such file")
+    if not path.is_file():
+        raise BadInput(f"{path}: not a regular file")
+    size = path.stat().st_size
+    if size > limit:
+        raise BadInput(f"{path}: {size} bytes, over the {limit}-byte limit")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _decode(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        raise BadInput(f"{path}:{lineno}: not valid UTF-8") from None
+
+
+def parse_questions(data: bytes, path: Path) -> tuple[list[Question], list[int], list[bytes]]:
+    """Parse questions.jsonl bytes into (questions, line numbers, raw line bytes); BadInput on any flaw."""
+    _decode(data, path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise BadInput(f"{path}:1: starts with a byte-order mark; save as UTF-8 without BOM")
+    questions: list[Question] = []
+    lines: list[int] = []
+    raws: list[bytes] = []
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{lineno}"
+        if len(raw) > MAX_LINE_BYTES:
+            raise BadInput(f"{where}: line of {len(raw)} bytes, over the {MAX_LINE_BYTES}-byte limit")
+        try:
+            obj = strict_json(raw.decode("utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{where}: bad JSON ({exc.msg})") from None
+        except ValueError as exc:
+            raise BadInput(f"{where}: bad JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise BadInput(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        if len(questions) >= MAX_QUESTIONS:
+            raise BadInput(
+                f"{path}: more than {MAX_QUESTIONS} questions; a submission holds at most {MAX_QUESTIONS} "
+                f"(split larger sets into several systems)"
+            )
+        questions.append(parse_record(Question, obj, where))
+        lines.append(lineno)
+        raws.append(raw + b"\n")
+    if not questions:
+        raise BadInput(f"{path}: no questions (empty file)")
+    return questions, lines, raws
+
+
+def parse_metadata(data: bytes, path: Path) -> tuple[SubmissionMetadata, dict[str, Any]]:
+    """Parse metadata.json bytes; BadInput naming the file on any flaw."""
+    text = _decode(data, path)
+    if not text.strip():
+        raise BadInput(f"{path}: empty file")
+    try:
+        obj = strict_json(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}:{exc.lineno}: bad JSON ({exc.msg})") from None
+    except ValueError as exc:
+        raise BadInput(f"{path}: bad JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise BadInput(f"{path}: expected a JSON object, got {type(obj).__name__}")
+    return parse_record(SubmissionMetadata, obj, str(path)), obj
+
+
+def load_submission(folder: str | Path) -> Submission:
+    """Read and validate ``folder/questions.jsonl`` and ``folder/metadata.json`` (BadInput on any flaw)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise BadInput(f"{folder}: not a submission folder (expected {QUESTIONS_FILE} and {METADATA_FILE})")
+    q_path, m_path = folder / QUESTIONS_FILE, folder / METADATA_FILE
+    q_bytes = _read_regular(q_path, MAX_QUESTIONS_BYTES)
+    m_bytes = _read_regular(m_path, MAX_METADATA_BYTES)
+    questions, lines, raws = parse_questions(q_bytes, q_path)
+    metadata, data = parse_metadata(m_bytes, m_path)
+    return Submission(folder, questions, lines, raws, metadata, data, q_bytes, m_bytes)
+
+
+# --------------------------------------------------------------------------- gate context
+
+
+@dataclass
+class FreezeSettings:
+    """Everything that changes a freeze's gates; recorded in FROZEN.json."""
+
+    dedup: str = "report"
+    tfidf_threshold: float = 0.25
+    embedding_threshold: float = 0.77
+    embedding_model: str = "all-MiniLM-L6-v2"
+    clarity: str = "report"
+    max_question_chars: int = 600
+    restate_jaccard: float = 0.8
+    strict: bool = False
+
+    def check(self) -> "FreezeSettings":
+        """Raise BadInput on an impossible setting."""
+        if self.dedup not in DEDUP_MODES:
+            raise BadInput(f"--dedup {self.dedup!r}: choose one of {', '.join(DEDUP_MODES)}")
+        if self.clarity not in CLARITY_MODES:
+            raise BadInput(f"--clarity {self.clarity!r}: choose one of {', '.join(CLARITY_MODES)}")
+        for name in ("tfidf_threshold", "embedding_threshold", "restate_jaccard"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise BadInput(f"{name.replace('_', '-')} {value} must lie in [0, 1]")
+        if self.max_question_chars < 1:
+            raise BadInput("max-question-chars must be positive")
+        return self
+
+
+@dataclass
+class GateContext:
+    """What a gate may look at: the submission, the instance, the workspace and the moment of freezing."""
+
+    submission: Submission
+    instance: Instance
+    ws: Any
+    now: dt.datetime
+    settings: FreezeSettings
+    dropped: list[str] = field(default_factory=list)
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def past_corpus(self):
+        """The instance's past corpus (opened once), or raise BadInput/CheckFailed if unavailable."""
+        if "past" not in self.cache:
+            from backtest.corpus.instance import open_past_corpus
+
+            self.cache["past"] = open_past_corpus(self.instance, self.ws)
+        return self.cache["past"]
+
+    def where(self, index: int) -> str:
+        """``question <id> (line N)`` for messages."""
+        return f"question {self.submission.questions[index].question_id} (line {self.submission.lines[index]})"
+
+
+Gate = Callable[[GateContext], GateResult]
+
+
+def _result(name: str, problems: list[dict[str, Any]], ok_reason: str, status_bad: str = "failed") -> GateResult:
+    if problems:
+        return GateResult(name=name, status=status_bad, reason=problems[0]["problem"], details=problems)
+    return GateResult(name=name, status="passed", reason=ok_reason)
+
+
+# --------------------------------------------------------------------------- the gates
+
+
+def gate_schema(ctx: GateContext) -> GateResult:
+    """Reached only when loading succeeded; also checks the declared count and ``frozen`` flags."""
+    sub = ctx.submission
+    problems = []
+    if sub.metadata.n_questions != len(sub.questions):
+        problems.append(
+            {
+                "problem": f"{METADATA_FILE}: n_questions is {sub.metadata.n_questions} but "
+                f"{QUESTIONS_FILE} holds {len(sub.questions)} questions"
+            }
+        )
+    for i, q in enumerate(sub.questions):
+        if not q.frozen:
+            problems.append({"question_id": q.question_id, "problem": f"{ctx.where(i)}: frozen is false"})
+    if not sub.metadata.frozen:
+        problems.append({"problem": f"{METADATA_FILE}: frozen is false"})
+    return _result("schema", problems, f"{len(sub.questions)} questions and the metadata match the schema")
+
+
+def gate_unique_ids(ctx: GateContext) -> GateResult:
+    """Every ``question_id`` appears once."""
+    seen: dict[str, int] = {}
+    problems = []
+    for i, q in enumerate(ctx.submission.questions):
+        key = q.question_id.casefold()  # ids name files and anchors: ids differing only in case collide
+        if key in seen:
+            problems.append(
+                {
+                    "question_id": q.question_id,
+                    "problem": f"{ctx.where(i)}: duplicate question_id (first on line {ctx.submission.lines[seen[key]]}"
+                    f"{'' if q.question_id == ctx.submission.questions[seen[key]].question_id else ', differing only in case'})",
+                }
+            )
+        else:
+            seen[key] = i
+    return _result("unique_ids", problems, "question ids are unique")
+
+
+def gate_question_mark(ctx: GateContext) -> GateResult:
+    """Each question, stripped of surrounding space, ends with ``?``."""
+    problems = [
+        {"question_id": q.question_id, "problem": f"{ctx.where(i)}: does not end with '?'"}
+        for i, q in enumerate(ctx.submission.questions)
+        if not q.question.strip().endswith("?")
+    ]
+    return _result("ends_with_question_mark", problems, "every question ends with '?'")
+
+
+def gate_cutoff(ctx: GateContext) -> GateResult:
+    """``cutoff_date`` of the metadata and of every question equals the instance cutoff."""
+    cutoff = ctx.instance.cutoff
+    problems = []
+    if ctx.submission.metadata.cutoff_date != cutoff:
+        problems.append(
+            {
+                "problem": f"{METADATA_FILE}: cutoff_date {ctx.submission.metadata.cutoff_date} differs from "
+                f"instance {ctx.instance.instance_id} cutoff {cutoff}"
+            }
+        )
+    for i, q in enumerate(ctx.submission.questions):
+        if q.cutoff_date != cutoff:
+            problems.append(
+                {
+                    "question_id": q.question_id,
+                    "problem": f"{ctx.where(i)}: cutoff_date {q.cutoff_date} differs from instance cutoff {cutoff}",
+                }
+            )
+    return _result("cutoff_date", problems, f"cutoff_date is {cutoff} throughout")
+
+
+def gate_generated_at(ctx: GateContext) -> GateResult:
+    """No question claims to have been generated after the moment of freezing."""
+    problems = [
+        {
+            "question_id": q.question_id,
+            "problem": f"{ctx.where(i)}: generated_at {q.generated_at} is later than the freeze ({ctx.now.isoformat()})",
+        }
+        for i, q in enumerate(ctx.submission.questions)
+        if q.generated_at_utc() > ctx.now
+    ]
+    return _result("generated_at", problems, "every generated_at precedes the freeze")
+
+
+ID_SCHEMES: dict[str, re.Pattern[str]] = {
+    "arxiv": re.compile(r"^(?:\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7})$"),
+    "ads-bibcode": re.compile(r"^\d{4}[A-Za-z&][A-Za-z0-9.&]{13}[A-Za-z.]$"),
+    "openalex": re.compile(r"^W\d+$"),
+    "doi": re.compile(r"^10\.\d{4,9}/\S+$"),
+}
+_ARXIV_PREFIX = re.compile(r"^arxiv:", re.IGNORECASE)
+_ARXIV_VERSION = re.compile(r"^(\d{4}\.\d{4,5}|[a-z][a-z.-]*(?:\.[A-Z]{2})?/\d{7})v\d+$")
+
+
+def id_scheme(identifier: str) -> str | None:
+    """Which identifier scheme an id belongs to (arxiv, ads-bibcode, openalex, doi), or None."""
+    for name, pattern in ID_SCHEMES.items():
+        if pattern.match(identifier):
+            return name
+    return None
+
+
+def normalise_id(identifier: str) -> str:
+    """Strip an ``arXiv:`` prefix and a version suffix (``2510.01234v2`` -> ``2510.01234``)."""
+    ident = _ARXIV_PREFIX.sub("", identifier.strip())
+    match = _ARXIV_VERSION.match(ident)
+    return match.group(1) if match else ident
+
+
+def gate_evidence(ctx: GateContext) -> GateResult:
+    """Every ``source_evidence_ids`` entry is in the instance's past corpus and dated <= cutoff (by day).
+
+    Ids of a scheme the past corpus does not use (ADS bibcodes against an arXiv
+    corpus, say) cannot be checked: they are counted and the gate is ``skipped``
+    (nothing checkable) or ``warned`` (some checked), never ``passed``.
+    """
+    name = "evidence_in_past"
+    try:
+        past = ctx.past_corpus()
+        dates = past.dates
+    except BadInput as exc:  # the corpus is not built here
+        return GateResult(name=name, status="skipped", reason=f"past corpus not available: {exc.message}")
+    cutoff = ctx.instance.cutoff
+    schemes = {id_scheme(i) for i in dates} - {None}
+    problems, unverifiable, checked = [], [], 0
+    for i, q in enumerate(ctx.submission.questions):
+        for raw in q.source_evidence_ids:
+            ident = normalise_id(raw)
+            day = dates.get(ident)
+            if day is None:
+                scheme = id_scheme(ident)
+                if scheme is not None and scheme not in schemes:
+                    unverifiable.append({"question_id": q.question_id, "id": raw, "scheme": scheme})
+                    continue
+                problems.append(
+                    {
+                        "question_id": q.question_id,
+                        "id": raw,
+                        "problem": f"{ctx.where(i)}: evidence id {raw} is not in the past corpus {past.corpus_id}",
+                    }
+                )
+            elif day > cutoff:
+                problems.append(
+                    {
+                        "question_id": q.question_id,
+                        "id": raw,
+                        "published": day.isoformat(),
+                        "problem": f"{ctx.where(i)}: evidence id {raw} is dated {day}, after the cutoff {cutoff}",
+                    }
+                )
+            else:
+                checked += 1
+    if problems:
+        return GateResult(name=name, status="failed", reason=problems[0]["problem"], details=problems + unverifiable)
+    if unverifiable:
+        kinds = ", ".join(sorted({str(u["scheme"]) for u in unverifiable}))
+        reason = (
+            f"{len(unverifiable)} evidence id(s) are {kinds} ids, which the past corpus {past.corpus_id} "
+            f"({', '.join(sorted(s for s in schemes if s)) or 'no known scheme'}) cannot check; {checked} checked"
+        )
+        return GateResult(
+            name=name, status="skipped" if checked == 0 else "warned", reason=reason, details=unverifiable
+        )
+    return GateResult(
+        name=name, status="passed", reason=f"{checked} evidence ids found in {past.corpus_id}, all dated <= {cutoff}"
+    )
+
+
+_LLM_WORDS = re.compile(
+    r"(?<![a-z0-9])(llms?|gpt|chatgpt|claude|gemini|gemma|llama|mistral|mixtral|qwen|deepseek|openai|anthropic|"
+    r"large[ -]language[ -]models?|language[ -]models?)(?![a-z])"
+)
+_NEGATED = re.compile(
+    r"(?<![a-z])(no|without|not|non|never)[\s-]+(?:uses?\s+|using\s+)?(?:an?\s+|any\s+)?"
+    r"(llms?|large[ -]language[ -]models?|language[ -]models?)(?![a-z])"
+)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings(k) + _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def llm_mentions(texts: list[str]) -> list[str]:
+    """LLM words found in ``texts`` (lower-cased), ignoring negated phrases such as "no LLM"."""
+    found = []
+    for text in texts:
+        cleaned = _NEGATED.sub(" ", text.lower())
+        found += [m.group(1) for m in _LLM_WORDS.finditer(cleaned)]
+    return sorted(set(found))
+
+
+def gate_llm_declared(ctx: GateContext) -> GateResult:
+    """``llm_components`` is declared whenever ``generation_system`` or the metadata mention an LLM."""
+    meta = {k: v for k, v in ctx.submission.metadata_data.items() if k != "llm_components"}
+    systems = sorted({q.generation_system for q in ctx.submission.questions})
+    mentions = llm_mentions(_strings(meta) + systems)
+    if ctx.submission.metadata.declares_llm():
+        return GateResult(name="llm_components", status="passed", reason="llm_components declared")
+    if mentions:
+        problem = (
+            f"{METADATA_FILE}: generation_system/metadata mention an LLM ({', '.join(mentions)}) "
+            f"but llm_components is not declared"
+        )
+        return GateResult(
+            name="llm_components",
+            status="failed",
+            reason=problem,
+            details=[{"problem": problem, "mentions": mentions, "generation_systems": systems}],
+        )
+    return GateResult(name="llm_components", status="passed", reason="no LLM mentioned, none declared")
+
+
+def gate_dedup(ctx: GateContext) -> GateResult:
+    """Near-duplicate pairs: above the TF-IDF *and* the embedding threshold. ``--dedup`` decides."""
+    from backtest.text.equivalence import get_rule, pairs_above_all
+
+    s = ctx.settings
+    questions = ctx.submission.questions
+    texts = [q.question for q in questions]
+    try:
+        rules = [
+            get_rule("tfidf", threshold=s.tfidf_threshold),
+            get_rule(
+                "embedding",
+                threshold=s.embedding_threshold,
+                model=s.embedding_model,
+                cache_dir=ctx.ws.cache / "embeddings" if ctx.ws is not None else None,
+            ),
+        ]
+        screened: dict[str, int] = {}
+        pairs = pairs_above_all(texts, rules, stats=screened)
+    except BadInput as exc:  # the embedding model is not installed
+        return GateResult(name="near_duplicates", status="skipped", reason=f"embedding rule unavailable: {exc.message}")
+    details = []
+    kept: list[int] = []
+    dup_of: dict[int, int] = {}
+    for i, j, sims in pairs:
+        details.append(
+            {
+                "a": questions[i].question_id,
+                "b": questions[j].question_id,
+                **sims,
+                "problem": f"{ctx.where(j)} near-duplicates question {questions[i].question_id} "
+                f"(tfidf {sims['tfidf']:.2f} >= {s.tfidf_threshold}, "
+                f"embedding {sims['embedding']:.2f} >= {s.embedding_threshold})",
+            }
+        )
+    if s.dedup == "drop-later" and pairs:
+        same = {(i, j) for i, j, _ in pairs}
+        for j in range(len(questions)):
+            first = next((i for i in kept if (i, j) in same), None)
+            if first is None:
+                kept.append(j)
+            else:
+                dup_of[j] = first
+        ctx.dropped[:] = [questions[j].question_id for j in sorted(dup_of)]
+    screen = (
+        f"embedding run on the {screened.get('embedding', 0)} of {len(texts)} questions in a TF-IDF candidate pair"
+        if len(texts) > 1
+        else "one question"
+    )
+    if not pairs:
+        return GateResult(
+            name="near_duplicates",
+            status="passed",
+            reason=f"no pair above tfidf {s.tfidf_threshold} and embedding {s.embedding_threshold} ({screen})",
+        )
+    if s.dedup == "fail":
+        return GateResult(name="near_duplicates", status="failed", reason=details[0]["problem"], details=details)
+    reason = f"{len(pairs)} near-duplicate pair(s) ({screen})"
+    if s.dedup == "drop-later":
+        reason += f"; dropped {len(ctx.dropped)} later question(s): {', '.join(ctx.dropped[:10])}"
+        for d in details:
+            d["dropped"] = d["b"] in ctx.dropped
+    return GateResult(name="near_duplicates", status="warned", reason=reason, details=details)
+
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
+_FRAME_WORDS = frozenset(
+    "a an the of in on for to and or is are was were be been do does did can could would should will what which why how "
+    "when where who whom whose whether there this that these those it its by with from as at into via we our".split()
+)
+
+
+def _content_tokens(text: str) -> set[str]:
+    return {t for t in _TOKEN.findall(text.lower()) if t not in _FRAME_WORDS}
+
+
+def gate_clarity(ctx: GateContext) -> GateResult:
+    """Flag double questions (more than one '?'), empty ones, ones over the length limit, and ones
+    that only restate an evidence title (content-word Jaccard >= ``restate_jaccard``)."""
+    s = ctx.settings
+    titles: dict[str, str] = {}
+    title_note = ""
+    try:
+        past = ctx.past_corpus()
+        wanted = {normalise_id(e) for q in ctx.submission.questions for e in q.source_evidence_ids}
+        titles = {i: past.get(i).title for i in wanted if i in past.dates}
+    except BadInput as exc:
+        title_note = f" (title restatement not checked: {exc.message})"
+    problems = []
+    for i, q in enumerate(ctx.submission.questions):
+        text = q.question.strip()
+        flags = []
+        if not text.strip("?").strip():
+            flags.append("empty question")
+        if text.count("?") > 1:
+            flags.append(f"{text.count('?')} question marks (a double question)")
+        if len(text) > s.max_question_chars:
+            flags.append(f"{len(text)} characters, over the {s.max_question_chars}-character limit")
+        q_tokens = _content_tokens(text)
+        for ident in q.source_evidence_ids:
+            title = titles.get(normalise_id(ident))
+            if title and q_tokens:
+                t_tokens = _content_tokens(title)
+                jaccard = len(q_tokens & t_tokens) / len(q_tokens | t_tokens)
+                if jaccard >= s.restate_jaccard:
+                    flags.append(f"only restates the title of {ident} (word overlap {jaccard:.2f})")
+                    break
+        if flags:
+            problems.append(
+                {"question_id": q.question_id, "flags": flags, "problem": f"{ctx.where(i)}: {'; '.join(flags)}"}
+            )
+    status = "failed" if s.clarity == "fail" else "warned"
+    result = _result(
+        "clarity", problems, "no double, empty, over-long or title-restating questions" + title_note, status
+    )
+    if title_note and result.status == "warned":
+        result.reason += title_note
+    return result
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".")
+
+
+def gate_contract(ctx: GateContext) -> GateResult:
+    """When a question carries any of the six falsifiable-contract fields, all six are non-empty
+    and ``falsifying_result`` differs from ``supporting_result``."""
+    problems, n_with = [], 0
+    for i, q in enumerate(ctx.submission.questions):
+        values = {f: getattr(q, f) for f in CONTRACT_FIELDS}
+        if all(v is None for v in values.values()):
+            continue
+        n_with += 1
+        empty = [f for f, v in values.items() if v is None or not v.strip()]
+        if empty:
+            problems.append(
+                {
+                    "question_id": q.question_id,
+                    "fields": empty,
+                    "problem": f"{ctx.where(i)}: falsifiable-contract field(s) missing or empty: {', '.join(empty)}",
+                }
+            )
+        elif _norm(values["falsifying_result"]) == _norm(values["supporting_result"]):
+            problems.append(
+                {
+                    "question_id": q.question_id,
+                    "problem": f"{ctx.where(i)}: falsifying_result is the same as supporting_result",
+                }
+            )
+    if n_with == 0:
+        return GateResult(
+            name="falsifiable_contract",
+            status="skipped",
+            reason=f"{NOT_APPLICABLE}: no question carries the falsifiable-contract fields",
+        )
+    return _result("falsifiable_contract", problems, f"{n_with} question(s) carry a complete, falsifiable contract")
+
+
+GATES: list[tuple[str, Gate]] = [
+    ("schema", gate_schema),
+    ("unique_ids", gate_unique_ids),
+    ("ends_with_question_mark", gate_question_mark),
+    ("cutoff_date", gate_cutoff),
+    ("generated_at", gate_generated_at),
+    ("evidence_in_past", gate_evidence),
+    ("llm_components", gate_llm_declared),
+    ("near_duplicates", gate_dedup),
+    ("clarity", gate_clarity),
+    ("falsifiable_contract", gate_contract),
+]
+
+
+def run_gates(ctx: GateContext, timings: dict[str, dict[str, float]] | None = None) -> list[GateResult]:
+    """Run every gate in order; ``timings`` (if given) receives ``{gate: {"wall_s", "cpu_s"}}``."""
+    import time
+
+    results = []
+    for name, gate in GATES:
+        wall, cpu = time.perf_counter(), time.process_time()
+        results.append(gate(ctx))
+        if timings is not None:
+            timings[name] = {
+                "wall_s": round(time.perf_counter() - wall, 4),
+                "cpu_s": round(time.process_time() - cpu, 4),
+            }
+    return results
+
+
+def blocking(results: list[GateResult], strict: bool = False) -> list[GateResult]:
+    """Gates that refuse the freeze: failed ones, and with ``strict`` skipped ones too."""
+    return [
+        r
+        for r in results
+        if r.status == "failed" or (strict and r.status == "skipped" and not r.reason.startswith(NOT_APPLICABLE))
+    ]
