@@ -48,7 +48,7 @@ from backtest.generators import run_generator  # noqa: E402
 from backtest.submit.freeze import freeze_once, verify_ledger_and_sets  # noqa: E402
 from backtest.submit.ledger import entry_hash  # noqa: E402
 from tests.conftest import build_astro  # noqa: E402
-from tests.test_fuzz import _mutate, flip_trials  # noqa: E402
+from tests.fuzz_helpers import flip_trials, mutate  # noqa: E402
 from tests.test_secrets import KEY, _echo_server, echo_judge_config  # noqa: E402
 
 INSTANCE = "astro-2025-ep"
@@ -236,7 +236,7 @@ def hostile_submissions(ws: Workspace, good: Path, n: int, rng: random.Random, s
     for k in range(n):
         sub = scratch / f"hostile{k}"
         sub.mkdir(parents=True)
-        q, m = _mutate(rng, lines, meta)
+        q, m = mutate(rng, lines, meta)
         (sub / "questions.jsonl").write_bytes(q)
         (sub / "metadata.json").write_bytes(m)
         code, _, err = cli(ws, "freeze", str(sub), "--instance", INSTANCE)

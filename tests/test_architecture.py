@@ -103,6 +103,14 @@ def test_imports_point_down_the_stages() -> None:
     assert not upward, "imports from a higher stage:\n" + "\n".join(f"{m} -> {t}" for m, t in upward)
 
 
+def test_the_docs_state_the_same_stage_order() -> None:
+    import re
+
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    documented = re.findall(r"^\| \d+ \| `(\w+)/` \|", page, flags=re.M)
+    assert documented == STAGES
+
+
 def test_the_graph_walker_sees_a_cycle(tmp_path: Path) -> None:
     """The cycle check can fail: two modules importing each other (one inside a function) form a component."""
     graph = nx.DiGraph([("a", "b"), ("b", "a"), ("b", "c")])

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 
+from backtest.core.records import read_output
+from backtest.studies.outputs import Baselines
+
 INSTANCE = "astro-2025-ep"
 ARGS = [
     "baselines",
@@ -35,7 +38,7 @@ def test_baselines_end_to_end_and_rerun(astro_ep_ws, copy_ws, cli, monkeypatch):
     assert code == 0, err
     assert "direct_llm: skipped: no LLM endpoint configured" in out
     folder = ws.results / INSTANCE / "baselines"
-    summary = json.loads((folder / "BASELINES.json").read_text())
+    summary = read_output(Baselines, folder / "BASELINES.json")
     rows = {r["generator"]: r for r in summary["systems"]}
     assert set(rows) == {"random_claims", "direct_llm", "evidence_graph"}
     assert "skipped" in rows["direct_llm"] and "run" not in rows["direct_llm"]
@@ -101,5 +104,5 @@ def test_llm_options_reach_only_the_llm_generator(astro_ep_ws, copy_ws, cli):
     assert "fewer than two systems scored" in out
     metadata = json.loads((ws.root / "submissions" / INSTANCE / "random_claims" / "metadata.json").read_text())
     assert "llm_base_url" not in json.dumps(metadata) and "gemma" not in json.dumps(metadata)
-    summary = json.loads((ws.results / INSTANCE / "baselines" / "BASELINES.json").read_text())
+    summary = read_output(Baselines, ws.results / INSTANCE / "baselines" / "BASELINES.json")
     assert [r["generator"] for r in summary["systems"]] == ["random_claims"] and "compare" not in summary

@@ -30,7 +30,7 @@ from backtest.text.terms import specific_terms
 from backtest.validity.controls import agreement_of, control_mismatch, control_rerun, derangement, engagement
 from backtest.validity.leakage import check_run
 
-from .test_freeze_helpers import metadata, past_records, question_rows, snapshot, write_submission
+from .submission_helpers import metadata, past_records, question_rows, snapshot, write_submission
 
 INSTANCE = "astro-2025-ep"
 

@@ -17,7 +17,7 @@ from backtest.submit.gates import parse_metadata, parse_questions
 from backtest.submit.ledger import GENESIS, entry_hash
 
 from .conftest import SQB
-from .test_freeze_helpers import (
+from .submission_helpers import (
     make_submission,
     metadata,
     past_records,

@@ -10,7 +10,7 @@ import pytest
 from backtest.submit.freeze import FROZEN_FILE, load_frozen
 from backtest.submit.gates import id_scheme, llm_mentions, normalise_id
 
-from .test_freeze_helpers import metadata, past_records, question_rows, snapshot, writable_ws, write_submission
+from .submission_helpers import metadata, past_records, question_rows, snapshot, writable_ws, write_submission
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 
 from backtest.submit.freeze import freeze_submission
 
-from .test_freeze_helpers import make_submission, snapshot, writable_ws
+from .submission_helpers import make_submission, snapshot, writable_ws
 
 
 def _rows(sub: Path) -> list[dict]:

@@ -12,7 +12,7 @@ import pytest
 from backtest.submit.freeze import freeze_submission, is_frozen_and_intact
 from backtest.submit.ledger import append_entry, read_ledger
 
-from .test_freeze_helpers import make_submission, snapshot, writable_ws
+from .submission_helpers import make_submission, snapshot, writable_ws
 
 FROZEN_FILES = ("questions.jsonl", "metadata.json", "FROZEN.json")
 

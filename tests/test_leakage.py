@@ -27,7 +27,7 @@ from backtest.retrieve import retrieve_frozen
 from backtest.submit.freeze import freeze_submission
 from backtest.validity.leakage import CHECKS, check_run, leakage_record
 
-from .test_freeze_helpers import metadata, past_records, question_rows, write_submission
+from .submission_helpers import metadata, past_records, question_rows, write_submission
 
 INSTANCE = "astro-2025-ep"
 CUTOFF = dt.date(2025, 10, 31)

@@ -22,7 +22,7 @@ from backtest.corpus.instance import create_instance, load_instance
 from backtest.scoring.score import score_frozen
 from backtest.submit.freeze import freeze_submission
 
-from .test_freeze_helpers import metadata, past_records, question_rows, write_submission
+from .submission_helpers import metadata, past_records, question_rows, write_submission
 
 BASE = "astro-2025-ep"
 INSTANCE = "astro-2025-ep-bm25"  # the same sealed corpora, scored with BM25 (no dense index of the future side)

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from backtest.core.fileio import read_json, write_json, write_jsonl
-from backtest.core.records import Window
+from backtest.core.records import Window, read_output
 from backtest.core.seal import with_seal
 from backtest.core.workspace import Workspace
 from backtest.corpus.store import CorpusStore
+from backtest.studies.outputs import Grade
 from backtest.studies.prospective import Commitment, plan_grade, publish_line, verify_folder, window_fraction
 
 from .conftest import DAILY, run_cli
@@ -221,7 +222,7 @@ def test_grade_end_to_end_with_the_offline_judge(committed, cli, tmp_path):
     assert code == 0, err
     assert "PROVISIONAL" in out and "18.5%" in out
     prov = folder / "graded" / "2025-12-15-provisional"
-    grade = read_json(prov / "GRADE.json")
+    grade = read_output(Grade, prov / "GRADE.json")
     assert grade["provisional"] is True and grade["window_end_graded"] == "2025-12-15"
     assert "PROVISIONAL" in (prov / "GRADE.md").read_text()
     assert read_json(prov / "hand_ep" / "GRADE_NOTE.json")["provisional"] is True

@@ -118,6 +118,45 @@ def test_offline_score_writes_a_complete_valid_run(score_ws, capsys):
     assert (run_dir / "report.html").read_text().count("data:image/png;base64,") == 3
 
 
+# Every file a run writes, and the model it is read through (report.md/.html are renderings, not records).
+RUN_FILE_MODELS = {
+    "RUN.json": "run",
+    "metrics.json": "metrics",
+    "judgments.jsonl": "judgment",
+    "retrieval.jsonl": "retrieval",
+}
+RENDERINGS = {"report.md", "report.html"}
+
+
+def test_every_output_file_of_a_run_loads_through_its_model(score_ws, capsys):
+    from backtest.cli.schema import ALL_SCHEMAS
+    from backtest.core.records import parse_record, read_output
+    from backtest.scoring.outputs import Metrics
+
+    ws, five, _ = score_ws
+    code, out, err = run_cli(["score", str(five), "--run-id", "typed", "--json"], root=ws.root, capsys=capsys)
+    assert code == 0, err
+    run_dir = Path(json.loads(out)["run_dir"])
+    files = sorted(p.name for p in run_dir.iterdir())
+    assert set(files) - RENDERINGS == set(RUN_FILE_MODELS), files  # a new output file needs a model here
+    for name, kind in RUN_FILE_MODELS.items():
+        model = ALL_SCHEMAS[kind]
+        if name.endswith(".jsonl"):
+            rows = [parse_record(model, row, f"{name}:{n}") for n, row in iter_jsonl(run_dir / name)]
+            assert len(rows) == 5
+        else:
+            parse_record(model, read_json(run_dir / name), name)
+        code, schema, _ = run_cli(["schema", kind], root=ws.root, capsys=capsys)
+        assert code == 0 and json.loads(schema)["title"] == model.__name__
+    # a reader refuses a version it does not know, naming the file, in one line
+    metrics = read_json(run_dir / "metrics.json")
+    (run_dir / "metrics.json").write_text(json.dumps({**metrics, "schema_version": "9"}))
+    with pytest.raises(BadInput, match=r"metrics.json: schema_version: .*unknown schema_version '9'"):
+        read_output(Metrics, run_dir / "metrics.json")
+    code, _, err = run_cli(["compare", str(run_dir), str(run_dir)], root=ws.root, capsys=capsys)
+    assert code == 2 and "unknown schema_version '9'" in err and len(err.strip().splitlines()) == 1
+
+
 def test_score_refuses_unfrozen_tampered_and_clashing_runs(score_ws, tmp_path, capsys):
     ws, five, _ = score_ws
     code, _, err = run_cli(["score", str(ws.root / "submissions" / "five")], root=ws.root, capsys=capsys)

@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+from backtest.core.records import read_output
 from backtest.core.workspace import Workspace
 from backtest.corpus.store import CorpusStore
 from backtest.scoring.metrics import format_rate
+from backtest.studies.outputs import Stress
 from backtest.studies.stress import cutoff_windows, render_markdown
 
 from .conftest import ARCHIVE
@@ -111,7 +113,7 @@ def test_stress_on_space_categories_at_three_cutoffs(cli, tmp_path):
     ]
     code, out, err = cli(args, root=ws.root)
     assert code == 0, err
-    table = json.loads((ws.results / "stress" / "st" / "STRESS.json").read_text())
+    table = read_output(Stress, ws.results / "stress" / "st" / "STRESS.json")
     rows = table["rows"]
     assert [(r["generator"], r["cutoff"]) for r in rows] == [("random_claims", c) for c in CUTOFFS]
     for row in rows:

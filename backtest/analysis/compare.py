@@ -29,11 +29,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from backtest.analysis.outputs import Comparison
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_text, iter_jsonl, read_json
-from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, parse_record
+from backtest.core.fileio import atomic_write_text, iter_jsonl
+from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
 from backtest.scoring.metrics import compute_metrics
+from backtest.scoring.outputs import Metrics, Run
 
 TESTED = (("coverage", "coverage"), ("answered_rate", "answered"), ("premise_refutation_rate", "premise refutation"))
 PROPORTION_ROWS = (
@@ -53,11 +55,11 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     folder = Path(run_dir)
     if not (folder / "RUN.json").is_file():
         raise BadInput(f"{folder}: not a run folder (no RUN.json)")
-    run = read_json(folder / "RUN.json")
+    run = read_output(Run, folder / "RUN.json")
     if not isinstance(run, dict):
         raise BadInput(f"{folder / 'RUN.json'}: expected a JSON object")
     if (folder / "metrics.json").is_file():
-        metrics = read_json(folder / "metrics.json")
+        metrics = read_output(Metrics, folder / "metrics.json")
     else:
         metrics = _metrics_from_files(folder, run)
     for key in ("coverage", "answered_rate", "premise_refutation_rate", "n_questions"):
@@ -402,6 +404,7 @@ def write_outputs(comparison: dict[str, Any], out: str | Path) -> list[Path]:
         ".json": lambda c: json.dumps(c, indent=2, sort_keys=True) + "\n",
         ".html": render_html,
     }
+    parse_record(Comparison, comparison, "comparison (as written)")
     targets = [out] if out.suffix in renderers else [out / f"compare{s}" for s in (".md", ".json", ".html")]
     for path in targets:
         path.parent.mkdir(parents=True, exist_ok=True)

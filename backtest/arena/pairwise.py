@@ -107,11 +107,6 @@ PAIRWISE_JUDGES: Registry[PairwiseFactory] = Registry(
 )
 
 
-def pairwise_judge_names() -> list[str]:
-    """Registered pairwise-judge kinds."""
-    return PAIRWISE_JUDGES.names()
-
-
 def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | None = None) -> PairwiseJudge:
     """A registered judge (``offline``, ``position-a``) or one built from a TOML config (``kind = "llm"``).
 

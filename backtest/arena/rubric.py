@@ -199,11 +199,6 @@ RUBRICS: Registry[RubricFactory] = Registry(
 )
 
 
-def register_rubric(name: str, factory: RubricFactory) -> None:
-    """Register a rubric scorer factory (in-process)."""
-    RUBRICS.add(name, factory)
-
-
 def get_rubric(name: str = "offline", **options: Any) -> Any:
     """A rubric scorer by name (``offline``; ``llm`` needs ``config=...``)."""
     return RUBRICS.get(name)(**options)

@@ -13,16 +13,6 @@ from backtest.core.errors import BadInput
 from backtest.core.workspace import Workspace
 
 
-def parse_date(value: str | None, what: str = "date") -> dt.date | None:
-    """Parse YYYY-MM-DD or raise BadInput naming ``what``."""
-    if value is None:
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise BadInput(f"{what}: {value!r} is not a date (YYYY-MM-DD)") from None
-
-
 class DateType(click.ParamType):
     """A click parameter type for ISO dates."""
 

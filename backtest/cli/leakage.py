@@ -20,7 +20,7 @@ def leakage(ctx, run_dir, as_json):
     """Run the eight leakage checks on a scored run; exit 1 with one line per failed check.
 
     Checks: cutoff, evidence_in_past, retrieved_in_future, citations_shown, ids_aligned,
-    windows, corpora_disjoint, integrity (see docs/guide.md, "Leakage checks").
+    windows, corpora_disjoint, integrity (see docs/validity.md).
     """
     from backtest.validity.leakage import check_run, failure_lines, leakage_record
 

@@ -5,23 +5,33 @@ from __future__ import annotations
 import click
 from pydantic import BaseModel
 
+from backtest.analysis.outputs import Comparison
 from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, PairLabel
 from backtest.cli.common import echo_json
 from backtest.core.records import SCHEMAS
+from backtest.scoring.outputs import Metrics, Run
+from backtest.studies.outputs import Baselines, Grade, Stress
 
+# Inputs (the records of core.records and the annotation formats) and every output file's model.
 ALL_SCHEMAS: dict[str, type[BaseModel]] = {
     **SCHEMAS,
     "annotation-item": AnnotationItem,
     "label": Label,
     "pair-item": PairItem,
     "pair-label": PairLabel,
+    "run": Run,
+    "metrics": Metrics,
+    "comparison": Comparison,
+    "baselines": Baselines,
+    "stress": Stress,
+    "grade": Grade,
 }
 
 
 @click.command("schema")
 @click.argument("kind", type=click.Choice(sorted(ALL_SCHEMAS)))
 def schema(kind: str) -> None:
-    """Print the JSON Schema of a record (question, metadata, judgment, annotation-item, label, ...)."""
+    """Print the JSON Schema of a record: inputs (question, metadata, ...) and outputs (run, metrics, grade, ...)."""
     echo_json(ALL_SCHEMAS[kind].model_json_schema())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
@@ -83,6 +84,42 @@ class Versioned(BaseModel):
         if value not in cls.SUPPORTED_VERSIONS:
             raise ValueError(f"unknown schema_version {value!r} (this build reads {', '.join(cls.SUPPORTED_VERSIONS)})")
         return value
+
+
+class Rate(BaseModel):
+    """One rate: ``k`` of ``n`` with its exact (Clopper-Pearson) 95% interval; ``rate`` is None when n = 0."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(ge=0)
+    n: int = Field(ge=0)
+    rate: float | None
+    ci95: tuple[float, float]
+
+
+class Output(Versioned):
+    """Base of every output file backtest writes (RUN.json, metrics.json, compare.json, GRADE.json, ...):
+    a known ``schema_version``, typed fields; fields a later minor addition writes are kept (extra allowed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def read_output(model: type[Versioned], path: Path | str) -> dict[str, Any]:
+    """An output file's JSON object, checked against its model: BadInput naming the file when it is not one,
+    or carries a schema_version this build does not read. The data is returned as written."""
+    from backtest.core.fileio import read_json
+
+    data = read_json(Path(path))
+    parse_record(model, data, str(path))
+    return data  # type: ignore[no-any-return]
+
+
+def write_output(path: Path | str, model: type[Versioned], data: dict[str, Any]) -> Path:
+    """Check ``data`` against its output model, then write it (atomic JSON, as :func:`write_json`)."""
+    from backtest.core.fileio import write_json
+
+    parse_record(model, data, f"{path} (as written)")
+    return write_json(Path(path), data)
 
 
 # --------------------------------------------------------------------------- corpora

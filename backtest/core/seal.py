@@ -64,11 +64,6 @@ def with_seal(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def seal_ok(obj: dict[str, Any]) -> bool:
-    """True when ``obj['seal']`` matches the recomputed seal."""
-    return obj.get("seal") == compute_seal(obj)
-
-
 def merkle_root(hex_digests: list[str]) -> str:
     """Merkle root (sha256, pairwise, last node duplicated on odd levels) over hex digests.
 

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, read_json
-from backtest.core.records import CorpusManifest, CorpusRecord, Window, parse_record
+from backtest.core.records import CorpusManifest, Window, parse_record
 from backtest.core.seal import canonical_json, compute_seal, sha256_bytes, sha256_file, with_seal
 from backtest.core.workspace import Workspace
 from backtest.corpus.categories import parse_categories
@@ -215,12 +215,6 @@ def _reader(opts: BuildOptions, files: list[Path], conn) -> None:
             conn.send(("error", BadInput(f"{exc.__class__.__name__}: {exc}")))
     finally:
         conn.close()
-
-
-def filtered_records(opts: BuildOptions, files: list[Path], counts: dict[str, int]) -> Iterator[CorpusRecord]:
-    """Like :func:`filtered_rows`, as CorpusRecords."""
-    for row in filtered_rows(opts, files, counts):
-        yield CorpusRecord.model_construct(**row)
 
 
 def record_line(row: dict) -> str:

@@ -85,10 +85,6 @@ def split_sentences(text: str) -> list[str]:
 # --------------------------------------------------------------------------- lexicons
 
 
-def _alternation(words) -> str:
-    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-
-
 MOLECULES = {
     "H2O": ["H2O", "water vapour", "water vapor"],
     "CO2": ["CO2", "carbon dioxide"],

@@ -37,7 +37,7 @@ from typing import Any
 
 from backtest.core.errors import BadInput
 from backtest.core.records import JudgeInfo, Judgment, Question, RetrievedDocument
-from backtest.core.seal import sha256_file, sha256_text
+from backtest.core.seal import sha256_file
 from backtest.core.workspace import Workspace
 from backtest.judge.constraints import check_answer, failed_judgment, parse_answer, retry_message, to_judgment
 from backtest.judge.protocol import answer_schema
@@ -217,8 +217,3 @@ def make_llm(config: dict[str, Any], config_path: Path | None, ws: Workspace | N
     if config_path is None:
         raise BadInput("the llm judge needs a config file: --judge judges/NAME.toml")
     return LLMJudge(config, config_path, ws)
-
-
-def prompt_fingerprint(text: str) -> str:
-    """sha256 of a prompt text (for prompt-variation controls)."""
-    return sha256_text(text)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import requests
+import tenacity
 
 from backtest.core.errors import BadInput, redact
 from backtest.core.seal import canonical_json, sha256_text
@@ -242,6 +243,29 @@ def parse_json_object(content: str) -> dict[str, Any]:
     return obj
 
 
+class _Retryable(Exception):
+    """An attempt that failed in a way worth retrying (timeout, connection, 429/5xx, bad body, invalid answer)."""
+
+    def __init__(self, reason: str, last_error: str, retry_after: float | None = None):
+        super().__init__(last_error)
+        self.reason, self.last_error, self.retry_after = reason, last_error, retry_after
+
+
+def _retryable(retry_state: tenacity.RetryCallState) -> _Retryable:
+    exc = retry_state.outcome.exception() if retry_state.outcome is not None else None
+    assert isinstance(exc, _Retryable), exc
+    return exc
+
+
+@dataclass
+class _Attempts:
+    """What the attempts of one chat have spent and seen, for the error when they all fail."""
+
+    n: int = 0
+    last_content: str | None = None
+    spent: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+
+
 class LLMClient:
     """Chat with an OpenAI-compatible endpoint: schema-constrained, retried, cached, counted."""
 
@@ -365,76 +389,88 @@ class LLMClient:
                 return LLMResponse(content, parsed, usage, key, True, 0, finish)
         body = self.request_body(messages, schema, schema_name, seed)
         s = self.settings
-        last_error = "no attempt made"
-        last_content: str | None = None
-        spent = {"prompt_tokens": 0, "completion_tokens": 0}  # over every completion that came back, usable or not
-        for attempt in range(s.max_retries + 1):
-            headers = {"Content-Type": "application/json"}
-            api_key = s.api_key()
-            if api_key:
-                headers["Authorization"] = f"Bearer {api_key}"
-            retry_after = None
-            try:
-                self._count(http_calls=1)
-                resp = self._session().post(s.endpoint, json=body, headers=headers, timeout=s.timeout_s)
-            except requests.Timeout:
-                reason, last_error = "timeout", f"timed out after {s.timeout_s:g} s"
-            except requests.ConnectionError as exc:
-                reason, last_error = "connection", f"connection error ({exc.__class__.__name__})"
-            else:
-                if resp.status_code == 200:
-                    try:
-                        data = resp.json()
-                        choice = data["choices"][0]
-                        content = redact(choice["message"]["content"] or "", [api_key]) or ""
-                        finish = choice.get("finish_reason")
-                        usage = {
-                            k: int(v)
-                            for k, v in (data.get("usage") or {}).items()
-                            if k in ("prompt_tokens", "completion_tokens", "total_tokens")
-                            and isinstance(v, (int, float))
-                        }
-                    except (ValueError, KeyError, IndexError, TypeError):
-                        reason, last_error = "bad_body", "the response body is not a chat completion"
-                    else:
-                        self._count(
-                            prompt_tokens=usage.get("prompt_tokens", 0),
-                            completion_tokens=usage.get("completion_tokens", 0),
-                        )
-                        for name in spent:
-                            spent[name] += usage.get(name, 0)
-                        last_content = content
-                        try:
-                            parsed = parse_json_object(content) if schema is not None else None
-                            if parsed is not None and validate is not None:
-                                validate(parsed)
-                        except (InvalidAnswer, ValueError) as exc:
-                            reason, last_error = "invalid_json", f"invalid answer: {' '.join(str(exc).split())[:300]}"
-                        else:
-                            if self.cache is not None:
-                                self.cache.put(key, material, content, usage, finish)
-                            return LLMResponse(content, parsed, usage, key, False, attempt + 1, finish)
-                elif resp.status_code in RETRYABLE_STATUS:
-                    reason, last_error = f"http_{resp.status_code}", f"HTTP {resp.status_code}"
-                    if resp.status_code == 429:
-                        retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
-                else:
-                    self._count(failures=1)
-                    raise LLMError(
-                        f"HTTP {resp.status_code} from {s.endpoint}: {(redact(resp.text, [api_key]) or '')[:200]!r}",
-                        attempt + 1,
-                        usage=spent,
-                    )
-            if attempt < s.max_retries:
-                self._note_retry(reason)
-                self._sleep(self._backoff(attempt, retry_after))
-        self._count(failures=1)
-        raise LLMError(
-            f"no usable answer from {s.endpoint} after {s.max_retries + 1} attempt(s): {last_error}",
-            s.max_retries + 1,
-            last_content,
-            usage=spent,
+        state = _Attempts()
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(s.max_retries + 1),
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            wait=self._wait,
+            sleep=self._sleep,
+            before_sleep=lambda rs: self._note_retry(_retryable(rs).reason),
+            reraise=True,
         )
+        try:
+            return retrying(self._attempt, body, schema, validate, key, material, state)
+        except _Retryable as exc:
+            self._count(failures=1)
+            raise LLMError(
+                f"no usable answer from {s.endpoint} after {s.max_retries + 1} attempt(s): {exc.last_error}",
+                s.max_retries + 1,
+                state.last_content,
+                usage=state.spent,
+            ) from None
+
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
+        """Seconds before the next attempt: the server's Retry-After (capped), else capped exponential backoff."""
+        return self._backoff(retry_state.attempt_number - 1, _retryable(retry_state).retry_after)
+
+    def _attempt(
+        self,
+        body: dict[str, Any],
+        schema: dict[str, Any] | None,
+        validate: Callable[[dict[str, Any]], Any] | None,
+        key: str,
+        material: dict[str, Any],
+        state: _Attempts,
+    ) -> LLMResponse:
+        """One HTTP call: the response, :class:`_Retryable` for what is worth retrying, LLMError for what is not."""
+        s = self.settings
+        state.n += 1
+        headers = {"Content-Type": "application/json"}
+        api_key = s.api_key()
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        try:
+            self._count(http_calls=1)
+            resp = self._session().post(s.endpoint, json=body, headers=headers, timeout=s.timeout_s)
+        except requests.Timeout:
+            raise _Retryable("timeout", f"timed out after {s.timeout_s:g} s") from None
+        except requests.ConnectionError as exc:
+            raise _Retryable("connection", f"connection error ({exc.__class__.__name__})") from None
+        if resp.status_code in RETRYABLE_STATUS:
+            retry_after = _retry_after_seconds(resp.headers.get("Retry-After")) if resp.status_code == 429 else None
+            raise _Retryable(f"http_{resp.status_code}", f"HTTP {resp.status_code}", retry_after)
+        if resp.status_code != 200:
+            self._count(failures=1)
+            raise LLMError(
+                f"HTTP {resp.status_code} from {s.endpoint}: {(redact(resp.text, [api_key]) or '')[:200]!r}",
+                state.n,
+                usage=state.spent,
+            )
+        try:
+            data = resp.json()
+            choice = data["choices"][0]
+            content = redact(choice["message"]["content"] or "", [api_key]) or ""
+            finish = choice.get("finish_reason")
+            usage = {
+                k: int(v)
+                for k, v in (data.get("usage") or {}).items()
+                if k in ("prompt_tokens", "completion_tokens", "total_tokens") and isinstance(v, (int, float))
+            }
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Retryable("bad_body", "the response body is not a chat completion") from None
+        self._count(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0))
+        for name in state.spent:
+            state.spent[name] += usage.get(name, 0)
+        state.last_content = content
+        try:
+            parsed = parse_json_object(content) if schema is not None else None
+            if parsed is not None and validate is not None:
+                validate(parsed)
+        except (InvalidAnswer, ValueError) as exc:
+            raise _Retryable("invalid_json", f"invalid answer: {' '.join(str(exc).split())[:300]}") from None
+        if self.cache is not None:
+            self.cache.put(key, material, content, usage, finish)
+        return LLMResponse(content, parsed, usage, key, False, state.n, finish)
 
     def chat_many(
         self, requests_: Sequence[ChatRequest], on_done: Callable[[int, LLMResponse | LLMError], None] | None = None

@@ -40,10 +40,19 @@ from tqdm import tqdm
 
 from backtest import __version__
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json, write_json
-from backtest.core.records import Judgment, Question, Retrieval, check_safe_name, parse_record
+from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json
+from backtest.core.records import (
+    Judgment,
+    Question,
+    Retrieval,
+    check_safe_name,
+    parse_record,
+    read_output,
+    write_output,
+)
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.core.workspace import Workspace
+from backtest.scoring.outputs import Metrics, Run
 
 PARTIAL = "judgments.partial.jsonl"
 RUN_FILES = ("RUN.json", "retrieval.jsonl", "judgments.jsonl", "metrics.json", "report.md", "report.html")
@@ -283,7 +292,7 @@ def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list
     run_dir = Path(run_dir)
     if not (run_dir / "RUN.json").is_file():
         raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
-    run = read_json(run_dir / "RUN.json")
+    run = read_output(Run, run_dir / "RUN.json")
     for name in ("retrieval.jsonl", "judgments.jsonl", "metrics.json"):
         if not (run_dir / name).is_file():
             raise BadInput(f"{run_dir}: {name} is missing (is the run complete? rerun `backtest score`)")
@@ -295,7 +304,7 @@ def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list
         parse_record(Judgment, o, f"{run_dir / 'judgments.jsonl'}:{n}")
         for n, o in iter_jsonl(run_dir / "judgments.jsonl")
     ]
-    return run, retrievals, judgments, read_json(run_dir / "metrics.json")
+    return run, retrievals, judgments, read_output(Metrics, run_dir / "metrics.json")
 
 
 def score_frozen(
@@ -354,7 +363,7 @@ def score_frozen(
     questions = list(bundle.questions)
     started = _now()
     if run_json.is_file():
-        existing = read_json(run_json)
+        existing = read_output(Run, run_json)
         if existing.get("settings_sha256") != settings_sha:
             raise BadInput(
                 f"{run_dir} holds a run with other settings (judge, retriever or frozen set); runs are never "
@@ -366,7 +375,7 @@ def score_frozen(
                 run_id,
                 "already complete",
                 len(questions),
-                metrics=read_json(run_dir / "metrics.json"),
+                metrics=read_output(Metrics, run_dir / "metrics.json"),
                 valid=existing.get("valid"),
             )
         started = existing.get("started_at", started)
@@ -392,7 +401,7 @@ def score_frozen(
         "valid": None,
         "leakage": [],
     }
-    write_json(run_json, run)
+    write_output(run_json, Run, run)
 
     retrieval_path = run_dir / "retrieval.jsonl"
     if retrieval_path.is_file():
@@ -424,7 +433,7 @@ def score_frozen(
                 "judge_stats_last_invocation": judge.stats(),
             }
         )
-        write_json(run_json, run)
+        write_output(run_json, Run, run)
         reasons = [f"{j.question_id}: {j.needs_review[0]}" for j in judgments if getattr(j, "judge_failed", False)]
         raise CheckFailed(
             f"{failed} of {len(questions)} judgments failed (the judge gave no usable answer); the run "
@@ -434,7 +443,7 @@ def score_frozen(
     valid, leakage = leakage_hook(run_dir, ws)
     metrics = _metrics(questions, judgments, retrievals, instance.cutoff)
     metrics.update({"run_id": run_id, "valid": valid, "leakage": leakage})
-    write_json(run_dir / "metrics.json", metrics)
+    write_output(run_dir / "metrics.json", Metrics, metrics)
     stats = judge.stats()
     run.update(
         {
@@ -452,5 +461,5 @@ def score_frozen(
         }
     )
     write_reports(run_dir, run, questions, retrievals, judgments, metrics, run_validity(ws, run["judge"])["line"])
-    write_json(run_json, run)
+    write_output(run_json, Run, run)
     return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid)

@@ -19,7 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from backtest.core.fileio import write_json
+from backtest.core.records import write_output
+from backtest.studies.outputs import Baselines
 
 REFERENCE_SYSTEMS = ("random_claims", "citation_leaders", "review_future_work", "direct_llm", "evidence_graph")
 NEEDS_ENDPOINT = {"direct_llm"}
@@ -105,7 +106,7 @@ def run_baselines(
             summary["arena"] = _arena(sets, instance_id, ws, out / "arena", arena_judge, n_boot, seed, progress, log)
     else:
         log("fewer than two systems scored: no comparison, diversity or arena")
-    write_json(out / "BASELINES.json", summary)
+    write_output(out / "BASELINES.json", Baselines, summary)
     log(f"wrote {ws.relative(out)}/BASELINES.json")
     return summary
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from backtest.core.fileio import read_json
+from backtest.core.records import read_output
 from backtest.core.workspace import Workspace
+from backtest.scoring.outputs import Metrics
 from backtest.scoring.score import ScoreResult, score_frozen
 from backtest.submit.freeze import freeze_once
 
@@ -39,7 +40,7 @@ def score(
 
 def rates_of_run(run_dir: str | Path) -> dict[str, Any]:
     """Coverage, answered and premise-refuted rates (k, n, rate, 95% interval) from the run's metrics.json."""
-    metrics = read_json(Path(run_dir) / "metrics.json")
+    metrics = read_output(Metrics, Path(run_dir) / "metrics.json")
     return {
         "n": metrics["n_questions"],
         "coverage": metrics["coverage"],

@@ -46,12 +46,16 @@ from backtest.core.records import (
     Window,
     check_safe_name,
     parse_record,
+    read_output,
+    write_output,
 )
 from backtest.core.seal import compute_seal, merkle_root, sha256_file, sha256_text, with_seal
 from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_corpus, build_or_reuse, load_manifest
 from backtest.corpus.instance import create_instance, load_instance
 from backtest.scoring.metrics import format_rate
+from backtest.scoring.outputs import Run
+from backtest.studies.outputs import Grade
 from backtest.studies.pipeline import freeze_or_reuse, rates_of_run, score
 
 SUMS_FILE = "SHA256SUMS"
@@ -817,7 +821,7 @@ def grade(
                 "graded_run": (dest.relative_to(folder)).as_posix(),
                 "run": str(run_dir),
                 "frozen": str(frozen),
-                "valid": read_json(run_dir / "RUN.json").get("valid"),
+                "valid": read_output(Run, run_dir / "RUN.json").get("valid"),
                 **rates_of_run(run_dir),
             }
         )
@@ -839,7 +843,7 @@ def grade(
     }
     atomic_write_text(out / "GRADE.md", render_grade(summary))
     sealed = with_seal(summary)
-    write_json(out / "GRADE.json", sealed)
+    write_output(out / "GRADE.json", Grade, sealed)
     return {**sealed, "folder": str(out)}
 
 

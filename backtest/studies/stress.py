@@ -24,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from backtest.core.errors import BacktestError, BadInput
-from backtest.core.fileio import atomic_write_text, read_json, write_json
-from backtest.core.records import RetrievalSettings, check_safe_name
+from backtest.core.fileio import atomic_write_text
+from backtest.core.records import RetrievalSettings, check_safe_name, read_output, write_output
 from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_or_reuse, load_manifest
 from backtest.corpus.instance import create_instance
 from backtest.scoring.metrics import format_rate
+from backtest.scoring.outputs import Run
+from backtest.studies.outputs import Stress
 from backtest.studies.pipeline import freeze_or_reuse, rates_of_run, score
 
 RATE_KEYS = ("coverage", "answered", "refuted")
@@ -159,7 +161,7 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
                 if progress:
                     progress(row)
                 continue
-            run_info = read_json(Path(run_dir) / "RUN.json")
+            run_info = read_output(Run, Path(run_dir) / "RUN.json")
             row.update(
                 status="scored",
                 frozen=ws.relative(frozen),
@@ -171,6 +173,8 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
             if progress:
                 progress(row)
     table = {
+        "schema_version": "1",
+        "kind": "stress",
         "stress_id": opts.stress_id,
         "source": {
             "kind": opts.source,
@@ -194,7 +198,7 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
     }
     md_path, json_path = out / "STRESS.md", out / "STRESS.json"
     atomic_write_text(md_path, render_markdown(table))
-    write_json(json_path, table)
+    write_output(json_path, Stress, table)
     table["markdown_path"], table["json_path"] = str(md_path), str(json_path)
     return table
 

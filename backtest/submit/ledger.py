@@ -104,11 +104,6 @@ def read_ledger(ledger: Path) -> tuple[list[LedgerEntry], list[str]]:
     return entries, problems
 
 
-def verify_ledger(ledger: Path) -> list[str]:
-    """One problem line per break in the chain; empty when the ledger is intact."""
-    return read_ledger(ledger)[1]
-
-
 def append_entry(ledger: Path, fields: dict[str, Any], locked: bool = False) -> LedgerEntry:
     """Append one entry (``fields`` without seq/prev_hash/hash) after verifying the chain.
 

@@ -170,14 +170,6 @@ class EmbeddingRule:
 # --------------------------------------------------------------------------- helpers
 
 
-def same_matrix(texts: Sequence[str], rule: EquivalenceRule) -> np.ndarray:
-    """Boolean (n, n) matrix: True where the rule calls two texts the same (diagonal True)."""
-    sims = np.asarray(rule.similarity_matrix(texts), dtype=np.float64)
-    same = sims >= rule.threshold
-    np.fill_diagonal(same, True)
-    return same
-
-
 def pairs_above(
     texts: Sequence[str], rule: EquivalenceRule, sims: np.ndarray | None = None
 ) -> list[tuple[int, int, float]]:

@@ -129,16 +129,8 @@ def _bayer(match: re.Match) -> str:
     return f"{match.group('star')} {match.group('const')}{_planet_suffix(match)}"
 
 
-def _collapse(match: re.Match) -> str:
-    return " ".join(match.group(0).split())
-
-
 def _messier(match: re.Match) -> str:
     return f"M{int(match.group('num'))}"
-
-
-def _deep_sky(match: re.Match) -> str:
-    return f"{match.group('prefix')} {match.group('num')}"
 
 
 def _jname(match: re.Match) -> str:

@@ -1,0 +1,105 @@
+"""The typed files of a scored run: ``RUN.json`` (:class:`Run`) and ``metrics.json`` (:class:`Metrics`).
+
+``judgments.jsonl`` and ``retrieval.jsonl`` are :class:`~backtest.core.records.Judgment` and
+:class:`~backtest.core.records.Retrieval` lines. Writers check what they write against these models;
+readers go through :func:`~backtest.core.records.read_output`, which refuses an unknown
+``schema_version``. ``backtest schema run`` / ``backtest schema metrics`` print them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from backtest.core.records import Output, Rate
+
+
+class Run(Output):
+    """``RUN.json``: what was scored, with which retriever and judge, and how it ended."""
+
+    run_id: str
+    instance_id: str
+    instance_seal: str
+    system: str
+    frozen_path: str
+    frozen_seal: str
+    frozen_version: int | None = None
+    status: Literal["running", "complete", "failed"] | None = None  # None: imported or control runs
+    backtest_version: str | None = None
+    cutoff: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    settings_sha256: str | None = None
+    run_settings: dict[str, Any] | None = None
+    retriever: dict[str, Any] | None = None  # None while the run has not retrieved yet
+    judge: dict[str, Any]
+    judge_settings: dict[str, Any] | None = None
+    judge_stats_last_invocation: dict[str, Any] | None = None
+    judged_last_invocation: int | None = None
+    tokens_total: dict[str, int] | None = None
+    n_questions: int | None = None
+    n_needs_review: int | None = None
+    leakage: list[dict[str, Any]] | None = None
+    valid: bool | None = None
+
+
+class LagSummary(BaseModel):
+    """Years from the cutoff to the earliest cited paper, over engaged questions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    mean: float | None = None
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    n_undated_citations: int
+    convention: str
+    note: str
+
+
+class NeedsReview(BaseModel):
+    """How many judgments carry a ``needs_review`` reason, and which reasons."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    reasons: dict[str, int]
+
+
+class UnknownLabels(BaseModel):
+    """Labels outside the taxonomy, counted (they are flagged, never mapped)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: dict[str, int]
+    premise_status: dict[str, int]
+
+
+class Metrics(Output):
+    """``metrics.json``: every rate with k, n and its 95% interval, and the release's own metric fields."""
+
+    n_questions: int
+    cutoff: str
+    outcomes: dict[str, Rate]
+    unresolved: Rate
+    coverage: Rate
+    answered_rate: Rate
+    premise: dict[str, Rate]
+    premise_refutation_rate: Rate
+    mean_supporting_papers: float | None
+    multi_source_rate: Rate
+    first_engagement_lag_years: LagSummary
+    mean_top1_similarity: float | None
+    specificity_rate: Rate
+    mean_lead_time_years: float | None
+    mean_lead_time_reason: str
+    needs_review: NeedsReview
+    unknown_labels: UnknownLabels
+    missing_judgments: list[str]
+    extra_judgments: list[str]
+    release: dict[str, Any]
+    run_id: str | None = None
+    leakage: list[dict[str, Any]] | None = None
+    valid: bool | None = None
