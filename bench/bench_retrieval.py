@@ -213,7 +213,10 @@ def bench_bm25(shared: Path, quick: bool) -> dict:
     speed["rank_bm25"] = {
         "measured_on_subsamples": ref,
         "extrapolated_to_full": {
-            "method": f"per-query time at {biggest} docs x {len(docs)}/{biggest} (rank-bm25 scores every document per query token)",
+            "method": (
+                f"per-query time at {biggest} docs x {len(docs)}/{biggest} "
+                "(rank-bm25 scores every document per query token)"
+            ),
             "qps_cpu": round(1 / per_query_cpu, 3),
             "qps_wall": round(1 / per_query_wall, 3),
         },

@@ -617,7 +617,7 @@ def disk_full(ws: Workspace, frozen: Path, good: Path, scratch: Path, sizes: lis
                 out.append(
                     trial(
                         "disk full",
-                        f"freeze with frozen/ on {room} ({'its sets and ledger + ' + str(FREEZE_ROOM[n % len(FREEZE_ROOM)] // 1024) + 'k' if copied else 'empty'})"
+                        f"freeze with frozen/ on {room} ({'its sets and ledger + ' + str(FREEZE_ROOM[n % len(FREEZE_ROOM)] // 1024) + 'k' if copied else 'empty'})"  # noqa: E501
                         f" (exit {code})",
                         verdict(code, err, _whole(ws.frozen)) and intact,
                         err.strip()[:150],

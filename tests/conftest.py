@@ -200,7 +200,8 @@ def build_space(ws: Workspace) -> str:
 
 @pytest.fixture(scope="session")
 def space_ws(tmp_path_factory) -> Workspace:
-    """A workspace with the space-2016 instance built from ../shared/corpora/arxiv-archive-2020 (read-only for tests)."""
+    """A workspace with the space-2016 instance built from ../shared/corpora/arxiv-archive-2020
+    (read-only for tests)."""
     if not (ARCHIVE / "physics.space-ph.tsv.xz").is_file():
         pytest.skip(f"arXiv archive TSVs not found at {ARCHIVE}")
     ws = Workspace(tmp_path_factory.mktemp("space"))

@@ -36,7 +36,8 @@ INSTANCE = "astro-2025-ep"
 
 
 class SharedTermsJudge:
-    """Cites the shown documents sharing >= 2 specific terms with the question (partially_addressed), else not_addressed."""
+    """Cites the shown documents sharing >= 2 specific terms with the question (partially_addressed),
+    else not_addressed."""
 
     name = "shared-terms-test"
     concurrency = 1

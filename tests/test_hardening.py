@@ -183,7 +183,8 @@ def _rewrite_last_ledger_line(ws, **changes):
     ],
 )
 def test_ledger_line_fields_are_checked_against_the_set(astro_ep_ws, copy_ws, cli, field, value):
-    """A last line rewritten with its own hash recomputed passed ``verify frozen`` (and for some fields ``verify SET``)."""
+    """A last line rewritten with its own hash recomputed passed ``verify frozen``
+    (and for some fields ``verify SET``)."""
     ws, frozen = _one_frozen_set(astro_ep_ws, copy_ws)
     assert cli(["verify", str(ws.frozen)], root=ws.root)[0] == 0
     _rewrite_last_ledger_line(ws, **{field: value})

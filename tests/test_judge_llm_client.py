@@ -157,7 +157,8 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
     cfg = tmp_path / "j.toml"
     cfg.write_text(
         f'kind = "llm"\nname = "scripted"\nbase_url = "{ep.url}"\nmodel = "m"\napi_key_env = "BT_TEST_KEY"\n'
-        f'prompt = "{prompt.as_posix()}"\nmax_retries = 1\nbackoff_s = 0.0\ncache = "{(tmp_path / "j.sqlite").as_posix()}"\n'
+        f'prompt = "{prompt.as_posix()}"\nmax_retries = 1\nbackoff_s = 0.0\n'
+        f'cache = "{(tmp_path / "j.sqlite").as_posix()}"\n'
     )
     ep.script[:] = ["badjson", "badjson"]
     judge = get_judge(str(cfg), Workspace(tmp_path))

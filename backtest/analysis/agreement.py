@@ -165,10 +165,12 @@ def render_text(result: dict[str, Any]) -> str:
     ]
     for p in result["pairs"]:
         lines.append(
-            f"  {p['a']} vs {p['b']}: raw agreement {100 * p['raw_agreement']:.1f}%, Cohen's kappa {_fmt(p['cohen_kappa'])}"
+            f"  {p['a']} vs {p['b']}: raw agreement {100 * p['raw_agreement']:.1f}%, "
+            f"Cohen's kappa {_fmt(p['cohen_kappa'])}"
         )
     lines += [
-        f"  Fleiss' kappa {_fmt(result['fleiss_kappa'])}; Krippendorff's alpha (nominal) {_fmt(result['krippendorff_alpha'])}",
+        f"  Fleiss' kappa {_fmt(result['fleiss_kappa'])}; "
+        f"Krippendorff's alpha (nominal) {_fmt(result['krippendorff_alpha'])}",
         "",
     ]
     for r in result["per_rater"]:
@@ -227,10 +229,12 @@ def render_html(result: dict[str, Any]) -> str:
     ]
     for p in result["pairs"]:
         parts.append(
-            f"<tr><td>{esc(p['a'])}</td><td>{esc(p['b'])}</td><td>{100 * p['raw_agreement']:.1f}%</td><td>{_fmt(p['cohen_kappa'])}</td></tr>"
+            f"<tr><td>{esc(p['a'])}</td><td>{esc(p['b'])}</td><td>{100 * p['raw_agreement']:.1f}%</td>"
+            f"<td>{_fmt(p['cohen_kappa'])}</td></tr>"
         )
     parts.append(
-        f"</table><p>Fleiss' kappa {_fmt(result['fleiss_kappa'])}; Krippendorff's alpha (nominal) {_fmt(result['krippendorff_alpha'])}</p>"
+        f"</table><p>Fleiss' kappa {_fmt(result['fleiss_kappa'])}; "
+        f"Krippendorff's alpha (nominal) {_fmt(result['krippendorff_alpha'])}</p>"
     )
     labels = FIELDS[result["field"]]
     parts.append(

@@ -266,7 +266,8 @@ def render_markdown(comparison: dict[str, Any]) -> str:
     for entry in comparison["leaderboard"]:
         r = rows[entry["label"]]
         out.append(
-            f"| {entry['rank']} | {entry['label']} | {r['n_questions']} | {_pct(r['coverage'])} | {_pct(r['answered_rate'])} | "
+            f"| {entry['rank']} | {entry['label']} | {r['n_questions']} | {_pct(r['coverage'])} | "
+            f"{_pct(r['answered_rate'])} | "
             f"{_pct(r['premise_refutation_rate'])} | {'yes' if r['valid'] else '**INVALID**'} |"
         )
     out += ["", "## Judge validity (agreement with careful reading; rates are only as good as this)", ""]
@@ -343,7 +344,8 @@ def render_html(comparison: dict[str, Any]) -> str:
     ]
     if comparison["any_invalid"]:
         parts.append(
-            "<p class='banner'>WARNING: invalid runs are included (--allow-invalid). Their rates are not benchmark results.</p>"
+            "<p class='banner'>WARNING: invalid runs are included (--allow-invalid). "
+            "Their rates are not benchmark results.</p>"
         )
     parts += [f"<p>warning: {esc(w)}</p>" for w in comparison["warnings"]]
     rows = {r["label"]: r for r in comparison["systems"]}

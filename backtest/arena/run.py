@@ -209,7 +209,7 @@ def leaderboard_markdown(result: dict[str, Any]) -> str:
         notes.append(
             f"Order-sensitive cases set aside: {len(result['order_sensitive'])}; refit as ties → "
             f"{ordering_text(sens['as_ties']['ratings'], sens['as_ties']['ordering'])}; as losses for the "
-            f"higher-ranked → {ordering_text(sens['as_losses_for_higher_ranked']['ratings'], sens['as_losses_for_higher_ranked']['ordering'])}."
+            f"higher-ranked → {ordering_text(sens['as_losses_for_higher_ranked']['ratings'], sens['as_losses_for_higher_ranked']['ordering'])}."  # noqa: E501
         )
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 

@@ -63,7 +63,8 @@ def build(ctx, source, inputs, corpus_id, role, start, end, categories, query, r
         if reproduce:
             click.echo(f"reproduced {ws.manifest_path(corpus_id)} byte for byte")
         click.echo(
-            f"built {manifest.corpus_id}: {manifest.n_records} records, window {manifest.window.start}..{manifest.window.end}, seal {manifest.seal}"
+            f"built {manifest.corpus_id}: {manifest.n_records} records, "
+            f"window {manifest.window.start}..{manifest.window.end}, seal {manifest.seal}"
         )
         click.echo(f"manifest: {ws.manifest_path(corpus_id)}")
 

@@ -10,7 +10,8 @@ from backtest.cli.common import OutPath, echo_json, json_option, progress_enable
 
 
 def llm_options(command):
-    """The generators' LLM endpoint options (``direct_llm``, ``--verbalizer llm``), each also read from the environment."""
+    """The generators' LLM endpoint options (``direct_llm``, ``--verbalizer llm``),
+    each also read from the environment."""
     for option in reversed(
         [
             click.option(

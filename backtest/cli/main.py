@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("BACKTEST_DEBUG"):
             raise
         click.echo(
-            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)",
+            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} "
+            "(set BACKTEST_DEBUG=1 for a traceback)",
             err=True,
         )
         sys.exit(3)
@@ -121,7 +122,8 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("BACKTEST_DEBUG"):
             raise
         click.echo(
-            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)",
+            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} "
+            "(set BACKTEST_DEBUG=1 for a traceback)",
             err=True,
         )
         sys.exit(3)

@@ -131,7 +131,8 @@ def commit_cmd(
 @click.argument("folder", type=click.Path(path_type=Path))
 @json_option
 def verify_cmd(folder, as_json):
-    """Check a folder's SHA256SUMS (ours or anyone's), the Merkle root and the commitment; exit 1 naming each bad file."""
+    """Check a folder's SHA256SUMS (ours or anyone's), the Merkle root and the commitment;
+    exit 1 naming each bad file."""
     from backtest.studies.prospective import verify_folder
 
     result = verify_folder(folder)
@@ -160,7 +161,8 @@ def verify_cmd(folder, as_json):
 @json_option
 @click.pass_context
 def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
-    """Build the declared future corpus up to --as-of and score every committed submission with the committed settings."""
+    """Build the declared future corpus up to --as-of and score every committed submission
+    with the committed settings."""
     from backtest.studies.prospective import grade
 
     ws = workspace(ctx)
@@ -171,7 +173,8 @@ def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
     click.echo(summary["status"])
     for row in summary["systems"]:
         click.echo(
-            f"  {row['system']}: n={row['n']} coverage={row['coverage']['rate']:.3f} answered={row['answered']['rate']:.3f} "
+            f"  {row['system']}: n={row['n']} coverage={row['coverage']['rate']:.3f} "
+            f"answered={row['answered']['rate']:.3f} "
             f"refuted={row['refuted']['rate']:.3f}  run {row['graded_run']}"
         )
     click.echo(f"graded runs: {summary['folder']}")

@@ -106,7 +106,8 @@ def annotate_merge(sources, out):
 
     result = merge_exports(sources, out)
     click.echo(
-        f"merged {result['n']} items from {len(sources)} exports into {out} (readers: {', '.join(result['raters']) or 'none'})"
+        f"merged {result['n']} items from {len(sources)} exports into {out} "
+        f"(readers: {', '.join(result['raters']) or 'none'})"
     )
 
 
@@ -214,7 +215,8 @@ def judge_fit(ctx, items, label_specs, pairwise, out, features):
     write_json(out, weights)
     trained = weights["trained_on"]
     click.echo(
-        f"wrote {out}: fitted on {trained.get('n_items', trained.get('n_pairs'))} labelled {'pairs' if pairwise else 'items'}"
+        f"wrote {out}: fitted on {trained.get('n_items', trained.get('n_pairs'))} "
+        f"labelled {'pairs' if pairwise else 'items'}"
     )
 
 

@@ -112,7 +112,9 @@ def sample_size_two_proportions(p1: float, p2: float, alpha: float = 0.05, power
     return {
         "n_exact": n,
         "n_per_arm": int(math.ceil(n - 1e-9)),
-        "formula": "normal approximation, pooled variance under H0, unpooled under H1 (Fleiss, no continuity correction)",
+        "formula": (
+            "normal approximation, pooled variance under H0, unpooled under H1 (Fleiss, no continuity correction)"
+        ),
     }
 
 

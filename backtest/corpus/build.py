@@ -40,7 +40,10 @@ ID_MONTH_RULE = (
     "records whose id month is after its window's end month"
 )
 NO_ABSTRACT_RULE = "records with an empty abstract are dropped and counted"
-QUERY_RULE = "query: '|' separates alternatives; a record matches when any alternative occurs (case-insensitive) in its title or abstract"
+QUERY_RULE = (
+    "query: '|' separates alternatives; "
+    "a record matches when any alternative occurs (case-insensitive) in its title or abstract"
+)
 RECORDS_FILE = "records.jsonl"
 INDEX_FILE = "index.tsv"
 

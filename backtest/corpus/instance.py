@@ -31,7 +31,8 @@ def _check_past(manifest: CorpusManifest, store: CorpusStore, cutoff: dt.date) -
     late = sorted(i for i, d in store.dates.items() if d > cutoff)
     if late:
         problems.append(
-            f"past corpus {manifest.corpus_id} holds {len(late)} record(s) dated after the cutoff {cutoff}, e.g. {late[0]} ({store.dates[late[0]]})"
+            f"past corpus {manifest.corpus_id} holds {len(late)} record(s) dated after the cutoff {cutoff}, "
+            f"e.g. {late[0]} ({store.dates[late[0]]})"
         )
     return problems
 
@@ -47,7 +48,8 @@ def _check_future(manifest: CorpusManifest, store: CorpusStore, cutoff: dt.date)
     early = sorted(i for i, d in store.dates.items() if d <= cutoff)
     if early:
         problems.append(
-            f"future corpus {manifest.corpus_id} holds {len(early)} record(s) dated on or before the cutoff {cutoff}, e.g. {early[0]} ({store.dates[early[0]]})"
+            f"future corpus {manifest.corpus_id} holds {len(early)} record(s) "
+            f"dated on or before the cutoff {cutoff}, e.g. {early[0]} ({store.dates[early[0]]})"
         )
     return problems
 
@@ -132,7 +134,8 @@ def load_instance(instance_id: str, ws: Workspace) -> Instance:
     path = Path(instance_id) if instance_id.endswith(".json") else ws.instance_path(instance_id)
     if not path.is_file():
         raise BadInput(
-            f"unknown instance {instance_id!r} (no {path}); create it with `backtest instance create` or `make instances`"
+            f"unknown instance {instance_id!r} (no {path}); "
+            "create it with `backtest instance create` or `make instances`"
         )
     data = read_json(path)
     if not isinstance(data, dict):
@@ -151,7 +154,8 @@ def verify_instance(instance: Instance, ws: Workspace) -> list[str]:
         manifest = load_manifest(ref.corpus_id, ws)
         if manifest.seal != ref.seal:
             problems.append(
-                f"{role} corpus {ref.corpus_id}: manifest seal {manifest.seal[:12]}… differs from the instance's {ref.seal[:12]}…"
+                f"{role} corpus {ref.corpus_id}: manifest seal {manifest.seal[:12]}… "
+                f"differs from the instance's {ref.seal[:12]}…"
             )
             continue
         report = verify_corpus(manifest, ws)

@@ -32,7 +32,8 @@ class CorpusStore:
         self.dir = ws.corpus_dir(manifest.corpus_id)
         if not (self.dir / RECORDS_FILE).is_file() or not (self.dir / INDEX_FILE).is_file():
             raise BadInput(
-                f"corpus {manifest.corpus_id} is not built here ({self.dir}); run `make instances` or `backtest corpus build`"
+                f"corpus {manifest.corpus_id} is not built here ({self.dir}); "
+                "run `make instances` or `backtest corpus build`"
             )
         if verify:
             verify_corpus(manifest, ws).raise_if_failed()

@@ -30,7 +30,8 @@ from backtest.generators.protocol import Draft, GenerationContext, GenerationRes
 from backtest.generators.select import select_diverse
 
 TEMPLATES = (
-    "Does the conclusion of the much followed-up study reporting that {clause} hold under independent datasets and alternative analysis assumptions?",
+    "Does the conclusion of the much followed-up study reporting that {clause} "
+    "hold under independent datasets and alternative analysis assumptions?",
     "Will follow-up work with new data confirm the influential finding that {clause}?",
     "Is the widely built-upon result that {clause} robust to independent tests?",
 )

@@ -390,18 +390,21 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "Which of the differing {topic} results for {subject} do further observations support?",
     ),
     "methodological_challenge": (
-        "Does the inferred {topic} of {subject} change beyond its quoted uncertainty when {issue} {is_are} treated differently?",
+        "Does the inferred {topic} of {subject} change beyond its quoted uncertainty "
+        "when {issue} {is_are} treated differently?",
         "How strongly do conclusions about the {topic} of {subject} depend on the handling of {issue}?",
         "Do analyses of {subject} that model {issue} in different ways arrive at the same {topic}?",
         "Is the {topic} derived for {subject} stable against alternative treatments of {issue}?",
     ),
     "single_dataset_conclusion": (
-        "Is the {topic} result for {subject} obtained with {instrument_a} confirmed by independent {instrument_b} data?",
+        "Is the {topic} result for {subject} obtained with {instrument_a} "
+        "confirmed by independent {instrument_b} data?",
         "Does the {instrument_a}-based conclusion on the {topic} of {subject} survive a test with {instrument_b}?",
         "Will data independent of {instrument_a} reproduce the reported {topic} of {subject}?",
     ),
     "independent_qualification": (
-        "Does the earlier conclusion about the {topic} of {subject} still hold once the limitations raised by later work are included?",
+        "Does the earlier conclusion about the {topic} of {subject} "
+        "still hold once the limitations raised by later work are included?",
         "Under which conditions does the reported {topic} of {subject} remain valid?",
         "Is the {topic} finding for {subject} robust across the range of conditions explored by subsequent studies?",
     ),
@@ -480,7 +483,10 @@ def to_draft(t: Tension, question: str) -> Draft:
         source_evidence_ids=t.ids,
         objects=objects or [t.subject],
         signal_type=t.kind,
-        premise=f"{t.paper_a.record.id}: {claim_clause(t.a.text, 300)} / {t.paper_b.record.id}: {claim_clause(t.b.text, 300)}",
+        premise=(
+            f"{t.paper_a.record.id}: {claim_clause(t.a.text, 300)} / "
+            f"{t.paper_b.record.id}: {claim_clause(t.b.text, 300)}"
+        ),
         extra={
             "tension": {
                 "subject": t.subject,

@@ -522,7 +522,8 @@ def find_terms(text: str, kind: str) -> list[str]:
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:\s?[x×]\s?10-?\d+)?"
 _QUANTITY = re.compile(
     r"(?P<value>" + _NUMBER + r")\s?(?:(?:±|\+/-)\s?(?P<err>\d+(?:\.\d+)?))?\s?"
-    r"(?P<unit>K|km/s|km s-1|m/s|ms-1|Msun|Mjup|MJ|Rjup|RJ|Mearth|Rearth|M_J|R_J|kpc|Mpc|pc|au|AU|Gyr|Myr|yr|days?|hr|hours|"
+    r"(?P<unit>K|km/s|km s-1|m/s|ms-1|Msun|Mjup|MJ|Rjup|RJ|Mearth|Rearth|M_J|R_J|"
+    r"kpc|Mpc|pc|au|AU|Gyr|Myr|yr|days?|hr|hours|"
     r"nT|G|kG|keV|MeV|GeV|TeV|eV|erg|dex|ppm|per cent|%|km|cm-3|mag)?(?![A-Za-z])"
 )
 
@@ -597,7 +598,8 @@ def _plausible_object(name: str) -> bool:
 # --------------------------------------------------------------------------- claims
 
 RESULT_CUE = re.compile(
-    r"\b(?:we|our (?:results?|analysis|observations|measurements|data|models?|simulations?))\s+(?:also\s+|further\s+|here\s+)?"
+    r"\b(?:we|our (?:results?|analysis|observations|measurements|data|models?|simulations?))\s+"
+    r"(?:also\s+|further\s+|here\s+)?"
     r"(?:find|found|detect|detected|measure|measured|report|reported|show|showed|shows|demonstrate|confirm|confirmed|"
     r"derive|derived|infer|inferred|constrain|constrained|determine|determined|obtain|obtained|identify|identified|reveal|"
     r"revealed|reveals|indicate|indicates|suggest|suggests|imply|implies|estimate|estimated|conclude|observe|observed)\b"
@@ -605,16 +607,21 @@ RESULT_CUE = re.compile(
     r"|\b(?:results?|data|observations|measurements|spectra|analysis)\s+(?:reveal|reveals|indicate|indicates|suggest|suggests|show|shows|imply|implies|favou?r|favou?rs)\b",
 )
 NEGATIVE_CUE = re.compile(
-    r"\b(?:no (?:evidence|significant|detection|sign)|not (?:detected|detect|find|found|observed|required|supported)|non-?detections?|"
-    r"upper limits?|rules? out|ruled out|absence of|lack of|disfavou?r(?:s|ed)?|cannot be explained|featureless|flat spectrum)\b",
+    r"\b(?:no (?:evidence|significant|detection|sign)|not (?:detected|detect|find|found|observed|required|supported)|"
+    r"non-?detections?|"
+    r"upper limits?|rules? out|ruled out|absence of|lack of|disfavou?r(?:s|ed)?|"
+    r"cannot be explained|featureless|flat spectrum)\b",
 )
 TENSION_CUE = re.compile(
-    r"\b(?:in tension|tension (?:with|between)|discrepan\w*|disagree\w*|inconsisten\w*|contradict\w*|conflict\w*|at odds|"
+    r"\b(?:in tension|tension (?:with|between)|discrepan\w*|disagree\w*|inconsisten\w*|contradict\w*|"
+    r"conflict\w*|at odds|"
     r"in contrast (?:to|with)|contrary to|differs? (?:significantly )?from|challeng\w*|puzzl\w*|unexpected\w*)\b",
 )
 METHOD_CUE = re.compile(
-    r"\b(?:systematic\w*|bias(?:ed|es)?|contaminat\w*|degenera\w*|model[- ]dependen\w*|assum\w*|calibrat\w*|artefact\w*|"
-    r"artifact\w*|spurious|instrumental|overestimat\w*|underestimat\w*|sensitive to|depends? (?:strongly )?on|robust\w*)\b",
+    r"\b(?:systematic\w*|bias(?:ed|es)?|contaminat\w*|degenera\w*|model[- ]dependen\w*|assum\w*|calibrat\w*|"
+    r"artefact\w*|"
+    r"artifact\w*|spurious|instrumental|overestimat\w*|underestimat\w*|sensitive to|"
+    r"depends? (?:strongly )?on|robust\w*)\b",
 )
 QUALIFY_CUE = re.compile(
     r"\b(?:however|only (?:if|when|for|under|in)|limited to|caution\w*|cannot (?:exclude|rule out)|alternativ\w*|"
@@ -622,8 +629,10 @@ QUALIFY_CUE = re.compile(
     r"partially|depends on|unless)\b",
 )
 SINGLE_DATASET_CUE = re.compile(
-    r"\b(?:a single (?:epoch|transit|eclipse|visit|observation|night|dataset|instrument|event|spectrum)|one (?:transit|epoch|visit|night)|"
-    r"first (?:detection|measurement|observation)s?|tentative(?:ly)?|marginal(?:ly)?|\d(?:\.\d)?\s?sigma|\d(?:\.\d)?σ)\b",
+    r"\b(?:a single (?:epoch|transit|eclipse|visit|observation|night|dataset|instrument|event|spectrum)|"
+    r"one (?:transit|epoch|visit|night)|"
+    r"first (?:detection|measurement|observation)s?|tentative(?:ly)?|marginal(?:ly)?|"
+    r"\d(?:\.\d)?\s?sigma|\d(?:\.\d)?σ)\b",
 )
 
 
@@ -740,12 +749,17 @@ def main_claim(paper: PaperClaims) -> str | None:
 
 
 _LEAD_IN = re.compile(
-    r"^(?:(?:here|in this (?:paper|work|study|letter)|finally|moreover|furthermore|in addition|additionally|overall|thus|"
-    r"therefore|consequently|importantly|notably|together|taken together|as a result|specifically|in particular|crucially|"
-    r"using [^,]{3,80})\s*,?\s+)*(?:we\s+(?:also\s+|further\s+)?(?:find|found|show|showed|demonstrate|confirm|report|conclude|infer|"
-    r"argue|suggest|reveal|determine|establish|identify)\s+(?:that\s+)?|our (?:results?|analysis|findings|observations|data)\s+"
+    r"^(?:(?:here|in this (?:paper|work|study|letter)|finally|moreover|furthermore|in addition|additionally|"
+    r"overall|thus|"
+    r"therefore|consequently|importantly|notably|together|taken together|as a result|"
+    r"specifically|in particular|crucially|"
+    r"using [^,]{3,80})\s*,?\s+)*(?:we\s+(?:also\s+|further\s+)?"
+    r"(?:find|found|show|showed|demonstrate|confirm|report|conclude|infer|"
+    r"argue|suggest|reveal|determine|establish|identify)\s+(?:that\s+)?"
+    r"|our (?:results?|analysis|findings|observations|data)\s+"
     r"(?:show|shows|indicate|indicates|suggest|suggests|reveal|reveals|imply|implies|demonstrate|demonstrates)\s+(?:that\s+)?"
-    r"|(?:these|the) (?:results?|findings|observations|data) (?:show|indicate|suggest|reveal|imply|demonstrate)\s+(?:that\s+)?)",
+    r"|(?:these|the) (?:results?|findings|observations|data) "
+    r"(?:show|indicate|suggest|reveal|imply|demonstrate)\s+(?:that\s+)?)",
     re.I,
 )
 

@@ -59,13 +59,15 @@ _WHETHER_ANY = re.compile(
     r"\b(?:unclear|unknown|uncertain|not known|open question|debated)\s+(?:is\s+)?whether\s+(?P<x>.{15,200})$", re.I
 )
 _ORIGIN = re.compile(
-    r"\b(?:the\s+)?(?P<what>origin|nature|source|mechanism|cause|physical origin|formation mechanism|driver|role)s?\s+of\s+"
+    r"\b(?:the\s+)?(?P<what>origin|nature|source|mechanism|cause|physical origin|"
+    r"formation mechanism|driver|role)s?\s+of\s+"
     r"(?P<x>.{5,150}?)\s+" + _UNCLEAR,
     re.I,
 )
 _HOW = re.compile(r"\b(?P<wh>how|why|what|when|where)\s+(?P<x>.{10,180}?)\s+" + _UNCLEAR, re.I)
 _NEEDED = re.compile(
-    r"\b(?:further|future|additional|more|dedicated|follow-up)\s+(?P<who>[a-z\- ]{3,60}?)\s+(?:are|is|will be|would be)\s+"
+    r"\b(?:further|future|additional|more|dedicated|follow-up)\s+(?P<who>[a-z\- ]{3,60}?)\s+"
+    r"(?:are|is|will be|would be)\s+"
     r"(?:needed|required|necessary)\s+to\s+(?P<x>.{10,200})$",
     re.I,
 )
@@ -143,7 +145,10 @@ def _rewrite(sentence: str) -> str | None:
             )
         ):
             return None
-        return f"Has subsequent work clarified {x[0].lower() + x[1:] if not x[:2].isupper() and not x[1:2].isdigit() else x}?"
+        return (
+            "Has subsequent work clarified "
+            f"{x[0].lower() + x[1:] if not x[:2].isupper() and not x[1:2].isdigit() else x}?"
+        )
     return None
 
 

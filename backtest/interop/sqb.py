@@ -304,7 +304,9 @@ def _write_frozen(
         llm = [s for s in systems if "llm" in s]
         metadata = {
             "system_name": spec.system,
-            "description": f"imported from the reference release ({spec.questions}); generation_system {', '.join(systems)}",
+            "description": (
+                f"imported from the reference release ({spec.questions}); generation_system {', '.join(systems)}"
+            ),
             "repository": None,
             "cutoff_date": cutoff.isoformat(),
             "domain": questions[0].domain if questions else "",
@@ -353,7 +355,9 @@ def _write_frozen(
         "settings": {
             "imported_from": "sqb reference release",
             "source_file": spec.questions,
-            "frozen_at_note": "frozen_at is the release's generation date; the import copies a set frozen by the release",
+            "frozen_at_note": (
+                "frozen_at is the release's generation date; the import copies a set frozen by the release"
+            ),
         },
     }
     unsealed = parse_record(FrozenSet, frozen_data, f"{spec.system} FROZEN.json").model_dump(mode="json")

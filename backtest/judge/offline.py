@@ -158,7 +158,8 @@ LEXICONS: dict[str, list[str]] = {
         r"\bfails? to (?:explain|reproduce|account)\b",
         r"\bchalleng(?:e|es|ed|ing)\b",
         r"\bcalls? into question\b",
-        r"\b(?:lower|higher|smaller|larger|weaker|stronger) than (?:expected|predicted|previously (?:thought|reported))\b",
+        r"\b(?:lower|higher|smaller|larger|weaker|stronger) "
+        r"than (?:expected|predicted|previously (?:thought|reported))\b",
         r"\bunexpected(?:ly)?\b",
         r"\bin contrast (?:to|with)\b",
         r"\bquestion(?:s|ed)? the\b",

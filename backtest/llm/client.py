@@ -114,7 +114,8 @@ class LLMSettings:
         value = os.environ.get(self.api_key_env)
         if not value:
             raise BadInput(
-                f"the LLM judge needs an API key in the environment variable {self.api_key_env} (it is never written to disk)"
+                f"the LLM judge needs an API key in the environment variable {self.api_key_env} "
+                "(it is never written to disk)"
             )
         return value
 
@@ -195,7 +196,8 @@ class ResponseCache:
         stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         with self._lock:
             self._conn.execute(
-                "INSERT OR IGNORE INTO answers (key, request, content, usage, finish_reason, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO answers (key, request, content, usage, finish_reason, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (key, canonical_json(request), content, canonical_json(usage), finish_reason, stamp),
             )
 

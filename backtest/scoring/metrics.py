@@ -107,7 +107,9 @@ def compute_metrics(
         "first_engagement_lag_years": {
             **_summary(lags),
             "n_undated_citations": undated,
-            "convention": "days from the cutoff to the earliest cited paper's published date / 365.25, engaged questions",
+            "convention": (
+                "days from the cutoff to the earliest cited paper's published date / 365.25, engaged questions"
+            ),
             "note": LAG_NOTE,
         },
         "mean_top1_similarity": _mean(top1),

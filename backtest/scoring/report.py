@@ -216,12 +216,16 @@ def render_markdown(run: dict[str, Any], questions, retrievals, judgments, metri
     return "\n".join(lines) + "\n"
 
 
-_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#212529}
+_CSS = (
+    """body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;"""
+    """max-width:1100px;color:#212529}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #dee2e6}
-table{border-collapse:collapse;width:100%;font-size:.85em}td,th{border:1px solid #dee2e6;padding:4px 6px;vertical-align:top;text-align:left}
+table{border-collapse:collapse;width:100%;font-size:.85em}td,th{border:1px solid #dee2e6;"""
+    """padding:4px 6px;vertical-align:top;text-align:left}
 th{background:#f1f3f5}.charts{display:flex;flex-wrap:wrap;gap:12px}.charts img{max-width:540px;border:1px solid #e9ecef}
 .note{background:#fff9db;border-left:4px solid #fab005;padding:6px 10px}.flag{color:#c92a2a}.meta li{margin:2px 0}
 code{font-size:.9em}"""
+)
 
 
 def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None) -> str:
@@ -239,15 +243,20 @@ def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics, 
     judge = run.get("judge") or {}
     retr = run.get("retriever") or {}
     parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(str(run.get('run_id')))} — backtest report</title>",
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{esc(str(run.get('run_id')))} — backtest report</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>Run <code>{esc(str(run.get('run_id')))}</code>: {esc(str(run.get('system')))} on {esc(str(run.get('instance_id')))}</h1>",
+        f"<h1>Run <code>{esc(str(run.get('run_id')))}</code>: {esc(str(run.get('system')))} "
+        f"on {esc(str(run.get('instance_id')))}</h1>",
         "<ul class='meta'>",
-        f"<li>frozen set <code>{esc(str(run.get('frozen_path')))}</code>, seal <code>{esc(str(run.get('frozen_seal'))[:16])}…</code></li>",
+        f"<li>frozen set <code>{esc(str(run.get('frozen_path')))}</code>, "
+        f"seal <code>{esc(str(run.get('frozen_seal'))[:16])}…</code></li>",
         f"<li>cutoff {esc(str(run.get('cutoff')))}; {n} questions</li>",
         f"<li>retriever {esc(str(retr.get('method', '?')))}, k={esc(str(retr.get('k', '?')))}</li>",
-        f"<li>judge <b>{esc(str(judge.get('name')))}</b> (model {esc(str(judge.get('model')))}, protocol {esc(str(judge.get('protocol')))}, "
-        f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
+        f"<li>judge <b>{esc(str(judge.get('name')))}</b> (model {esc(str(judge.get('model')))}, "
+        f"protocol {esc(str(judge.get('protocol')))}, "
+        f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, "
+        f"config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
         f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li></ul>",
     ]
     parts.append(f"<p class='note' id='judge-validity'>{esc(validity or NOT_VALIDATED)}</p>")
@@ -275,7 +284,8 @@ def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics, 
     if leak:
         parts.append("<h2>Leakage checks</h2><ul>")
         parts += [
-            f"<li>{esc(str(c.get('name')))}: <b>{esc(str(c.get('status')))}</b> — {esc(str(c.get('summary', c.get('reason', ''))))}</li>"
+            f"<li>{esc(str(c.get('name')))}: <b>{esc(str(c.get('status')))}</b> — "
+            f"{esc(str(c.get('summary', c.get('reason', ''))))}</li>"
             for c in leak
         ]
         parts.append("</ul>")

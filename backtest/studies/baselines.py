@@ -67,7 +67,8 @@ def run_baselines(
         made = run_generator(name, instance_id, ws, n=n, seed=seed, options=options if name in NEEDS_ENDPOINT else {})
         frozen, reused = freeze_or_reuse(made["out"], instance_id, ws)
         log(
-            f"{name}: {made['n_questions']} questions, {'reusing' if reused else 'froze'} {ws.relative(frozen)}; scoring"
+            f"{name}: {made['n_questions']} questions, "
+            f"{'reusing' if reused else 'froze'} {ws.relative(frozen)}; scoring"
         )
         result = score(frozen, ws, judge_spec=judge_spec, progress=progress)
         rows.append(

@@ -19,7 +19,8 @@ from backtest.core.records import Question, SubmissionMetadata
 
 DEMO_SYSTEM = "demo_claims"
 _CLAIM = re.compile(
-    r"\b(?:we (?:find|show|demonstrate|conclude|argue|confirm|report)|(?:results|data|observations) (?:suggest|indicate|show|imply)) that ([^.;]{30,220})[.;]",
+    r"\b(?:we (?:find|show|demonstrate|conclude|argue|confirm|report)|"
+    r"(?:results|data|observations) (?:suggest|indicate|show|imply)) that ([^.;]{30,220})[.;]",
     re.IGNORECASE,
 )
 

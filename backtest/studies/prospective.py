@@ -14,7 +14,8 @@ A *commitment* is a folder that anyone can check later::
 
 Merkle root: leaf *i* is the sha256 of line *i* of ``SHA256SUMS``, normalised to the
 UTF-8 bytes ``<lowercase hex digest><two spaces><path>`` without the newline (so a
-``*`` binary marker does not matter), and each leaf binds a file's content to its path; the lines are sorted by path (code-point order) when we write them, and a
+``*`` binary marker does not matter), and each leaf binds a file's content to its path;
+the lines are sorted by path (code-point order) when we write them, and a
 foreign ``SHA256SUMS`` is taken in its own line order. The tree is
 :func:`backtest.core.seal.merkle_root` (sha256 of the concatenated child digests, the last
 node duplicated on odd levels). ``COMMITMENT.json`` is not in ``SHA256SUMS`` (it holds
@@ -66,7 +67,8 @@ GRADED_DIR = "graded"
 LEAF_RULE = (
     "leaf i = sha256 of line i of SHA256SUMS normalised to '<lowercase hex>  <path>' (UTF-8, no newline); "
     "lines sorted by path; "
-    "root = backtest.core.seal.merkle_root(leaves): sha256 of concatenated child digests, last node duplicated on odd levels"
+    "root = backtest.core.seal.merkle_root(leaves): sha256 of concatenated child digests, "
+    "last node duplicated on odd levels"
 )
 NOT_COMMITTED = (COMMITMENT_FILE, SUMS_FILE)
 
@@ -155,7 +157,10 @@ def sums_root(entries: list[tuple[str, str]]) -> str:
 
 def publish_line(commitment: Commitment) -> str:
     """The one line a user publishes: the commitment id, its Merkle root and the date."""
-    return f"backtest prospective {commitment.commitment_id}: sha256 merkle root {commitment.root} committed {commitment.committed_at[:10]}"
+    return (
+        f"backtest prospective {commitment.commitment_id}: sha256 merkle root {commitment.root} "
+        f"committed {commitment.committed_at[:10]}"
+    )
 
 
 # --------------------------------------------------------------------------- commit
@@ -521,7 +526,8 @@ def _commitment_problems(folder: Path, result: VerifyResult) -> list[str]:
         problems.append(f"{COMMITMENT_FILE}: seal does not match its contents")
     if commitment.root != result.root:
         problems.append(
-            f"{COMMITMENT_FILE}: root {commitment.root[:16]}… differs from the root of {SUMS_FILE} ({result.root[:16]}…)"
+            f"{COMMITMENT_FILE}: root {commitment.root[:16]}… "
+            f"differs from the root of {SUMS_FILE} ({result.root[:16]}…)"
         )
     if sha256_file(folder / SUMS_FILE) != commitment.sums_sha256:
         problems.append(f"{SUMS_FILE}: sha256 differs from the one in {COMMITMENT_FILE}")
@@ -618,7 +624,10 @@ class GradePlan:
     def describe(self) -> str:
         """One line: provisional or scheduled, and the share of the window that has passed."""
         kind = "PROVISIONAL grade" if self.provisional else f"grade due {self.scheduled}"
-        return f"{kind} as of {self.as_of}: {self.fraction:.1%} of the future window has passed (corpus up to {self.window_end})"
+        return (
+            f"{kind} as of {self.as_of}: {self.fraction:.1%} of the future window has passed "
+            f"(corpus up to {self.window_end})"
+        )
 
 
 def plan_grade(commitment: Commitment, as_of: dt.date, provisional: bool, today: dt.date | None = None) -> GradePlan:

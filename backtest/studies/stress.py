@@ -212,7 +212,8 @@ def render_markdown(table: dict[str, Any]) -> str:
         f"Source `{src['kind']}` {', '.join(src['categories']) or 'all categories'}"
         + (f", query `{src['query']}`" if src.get("query") else "")
         + f"; past {table['years_before']:g} y before each cutoff, future {table['years_after']:g} y after; "
-        f"n = {table['n']} per generator, seed {table['seed']}; retriever {table['retrieval']['method']}, judge {table['judge']}.",
+        f"n = {table['n']} per generator, seed {table['seed']}; "
+        f"retriever {table['retrieval']['method']}, judge {table['judge']}.",
         f"Rates over all frozen questions with {table['interval']} intervals (k/n); "
         "valid: the run passed the mechanical leakage checks.",
         "",

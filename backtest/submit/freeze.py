@@ -351,7 +351,8 @@ def verify_frozen(path: str | Path, ws: Workspace) -> list[str]:
         instance = load_instance(frozen.instance_id, ws)
         if instance.seal != frozen.instance_seal:
             problems.append(
-                f"instance {frozen.instance_id}: seal {instance.seal[:12]}… differs from the frozen set's {frozen.instance_seal[:12]}…"
+                f"instance {frozen.instance_id}: seal {instance.seal[:12]}… "
+                f"differs from the frozen set's {frozen.instance_seal[:12]}…"
             )
     except (BadInput, CheckFailed) as exc:
         problems.append(f"instance {frozen.instance_id}: {exc.message}")
@@ -367,7 +368,8 @@ def is_frozen_and_intact(path: str | Path, ws: Workspace) -> tuple[bool, str]:
     frozen = _read_frozen_record(Path(path).resolve())[1]
     return (
         True,
-        f"{frozen.system} v{frozen.version} for {frozen.instance_id}: {frozen.n_questions} questions, seal {frozen.seal}",
+        f"{frozen.system} v{frozen.version} for {frozen.instance_id}: {frozen.n_questions} questions, "
+        f"seal {frozen.seal}",
     )
 
 

@@ -280,7 +280,7 @@ def gate_unique_ids(ctx: GateContext) -> GateResult:
                 {
                     "question_id": q.question_id,
                     "problem": f"{ctx.where(i)}: duplicate question_id (first on line {ctx.submission.lines[seen[key]]}"
-                    f"{'' if q.question_id == ctx.submission.questions[seen[key]].question_id else ', differing only in case'})",
+                    f"{'' if q.question_id == ctx.submission.questions[seen[key]].question_id else ', differing only in case'})",  # noqa: E501
                 }
             )
         else:
@@ -325,7 +325,9 @@ def gate_generated_at(ctx: GateContext) -> GateResult:
     problems = [
         {
             "question_id": q.question_id,
-            "problem": f"{ctx.where(i)}: generated_at {q.generated_at} is later than the freeze ({ctx.now.isoformat()})",
+            "problem": (
+                f"{ctx.where(i)}: generated_at {q.generated_at} is later than the freeze ({ctx.now.isoformat()})"
+            ),
         }
         for i, q in enumerate(ctx.submission.questions)
         if q.generated_at_utc() > ctx.now
@@ -534,7 +536,8 @@ def gate_dedup(ctx: GateContext) -> GateResult:
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 _FRAME_WORDS = frozenset(
-    "a an the of in on for to and or is are was were be been do does did can could would should will what which why how "
+    "a an the of in on for to and or is are was were be been do does did can could would should "
+    "will what which why how "
     "when where who whom whose whether there this that these those it its by with from as at into via we our".split()
 )
 

@@ -221,7 +221,8 @@ def pairs_above_all(
 def similar_pairs(
     texts: Sequence[str], rule: EquivalenceRule, wanted: Sequence[tuple[int, int]] | None = None, block: int = 512
 ) -> dict[tuple[int, int], float]:
-    """``{(i, j): similarity}`` for ``i < j``: every pair at or above the rule's threshold, or just the ``wanted`` pairs.
+    """``{(i, j): similarity}`` for ``i < j``: every pair at or above the rule's threshold,
+    or just the ``wanted`` pairs.
 
     A rule with ``row_vectors(texts) -> (matrix, (lo, hi))`` (rows whose inner products are
     its similarities, clipped to [lo, hi]) is computed ``block`` rows at a time; any other

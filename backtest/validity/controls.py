@@ -382,8 +382,10 @@ def render_mismatch(result: dict[str, Any]) -> str:
         "\n".join(
             [
                 f"mismatch control (seed {result['seed']}, judge {result['judge']['name']}, {result['n']} questions)",
-                f"  engagement, true pairings:       {t['k']}/{t['n']} = {_pct(t['rate'])} (95% CI {_pct(t['ci95'][0])}–{_pct(t['ci95'][1])})",
-                f"  engagement, mismatched pairings: {m['k']}/{m['n']} = {_pct(m['rate'])} (95% CI {_pct(m['ci95'][0])}–{_pct(m['ci95'][1])})",
+                f"  engagement, true pairings:       {t['k']}/{t['n']} = {_pct(t['rate'])} "
+                f"(95% CI {_pct(t['ci95'][0])}–{_pct(t['ci95'][1])})",
+                f"  engagement, mismatched pairings: {m['k']}/{m['n']} = {_pct(m['rate'])} "
+                f"(95% CI {_pct(m['ci95'][0])}–{_pct(m['ci95'][1])})",
                 f"  generosity floor: {_pct(result['generosity_floor'])}",
                 f"  Fisher exact (two-sided): p = {f['p_value']:.3g}, odds ratio = {f['odds_ratio']:.3g}",
                 f"  {verdict}",

@@ -261,7 +261,8 @@ def check_integrity(run: RunData) -> CheckResult:
             bad.append(f"RUN.json frozen_seal {str(run.meta['frozen_seal'])[:12]}… is not the seal of {frozen_file}")
     if run.meta.get("instance_seal") and run.meta["instance_seal"] != run.instance.seal:
         bad.append(
-            f"RUN.json instance_seal {str(run.meta['instance_seal'])[:12]}… is not instance {run.instance.instance_id}'s seal"
+            f"RUN.json instance_seal {str(run.meta['instance_seal'])[:12]}… "
+            f"is not instance {run.instance.instance_id}'s seal"
         )
     for role, ref in (("past", run.instance.past), ("future", run.instance.future)):
         if ref is None:

@@ -405,7 +405,8 @@ def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str 
             bad = True
         if row["premise_status"] not in PREMISE_STATUSES:
             problems.append(
-                f"{where}: {item_id}: premise_status {row['premise_status']!r} is not one of {', '.join(PREMISE_STATUSES)}"
+                f"{where}: {item_id}: premise_status {row['premise_status']!r} "
+                f"is not one of {', '.join(PREMISE_STATUSES)}"
             )
             bad = True
         cited = _split_ids(row["cited"])
@@ -436,7 +437,8 @@ def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str 
     missing = [i for i in shown if i not in seen]
     if missing:
         problems.append(
-            f"{sheet.name}: {len(missing)} item(s) have no row: {', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}"
+            f"{sheet.name}: {len(missing)} item(s) have no row: "
+            f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}"
         )
     if problems:
         raise CheckFailed(f"{sheet}: {len(problems)} problem(s), nothing written: {problems[0]}", details=problems)

@@ -34,7 +34,8 @@ def render_text(report: dict[str, Any]) -> str:
             lo, hi = block["ci95"]
             lines.append(
                 f"  vs {who}: agrees on {block['agree']} of {block['n_decided']} decided pairs "
-                f"({_pct(block['agreement'])}, 95% CI {_pct(lo)}–{_pct(hi)}); judge ties {block['judge_ties_on_decided']}"
+                f"({_pct(block['agreement'])}, 95% CI {_pct(lo)}–{_pct(hi)}); "
+                f"judge ties {block['judge_ties_on_decided']}"
             )
         for pair, block in report["between_raters"].items():
             lines.append(
@@ -97,7 +98,8 @@ def render_html(report: dict[str, Any]) -> str:
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
         "padding:4px 8px}</style></head><body>",
         f"<h1>Judge validation: {esc(str(judge.get('name')))}</h1>",
-        f"<p>{esc(str(judge.get('protocol')))}; {esc(report['evaluation'])}; {report['items']['n_labelled']} labelled items "
+        f"<p>{esc(str(judge.get('protocol')))}; {esc(report['evaluation'])}; "
+        f"{report['items']['n_labelled']} labelled items "
         f"({esc(report['items']['path'])})</p>",
     ]
     if report["kind"] == "pairwise-judge-validation":

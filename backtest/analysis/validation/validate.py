@@ -85,7 +85,8 @@ def distribution(values: Sequence[str], labels: Sequence[str], field: str) -> di
 
 
 def consensus(raters: dict[str, dict[str, Any]], field: str) -> dict[str, str]:
-    """Per item, the majority label (``field`` of Labels or PairLabels) among the raters who labelled it; ties are left out."""
+    """Per item, the majority label (``field`` of Labels or PairLabels) among the raters who labelled it;
+    ties are left out."""
     items = sorted(set().union(*(set(r) for r in raters.values())))
     out = {}
     for item in items:
@@ -256,7 +257,8 @@ def pair_context(pair: PairItem):
 
 
 def pair_verdict(judge, pair: PairItem) -> tuple[str, float, list[str]]:
-    """Both presentation orders judged and folded (average share for ``a``): ``a``/``b``/``tie``, the share, verdicts."""
+    """Both presentation orders judged and folded (average share for ``a``): ``a``/``b``/``tie``,
+    the share, verdicts."""
     from backtest.arena.pairwise import SHARES
 
     ctx, a, b = pair_context(pair)
@@ -343,7 +345,8 @@ def fit_judge_weights(
     model: str = "all-MiniLM-L6-v2",
     features: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Weights for the offline judge (or, with ``pairwise``, the offline pairwise judge) fitted on the readers' consensus."""
+    """Weights for the offline judge (or, with ``pairwise``, the offline pairwise judge)
+    fitted on the readers' consensus."""
     from backtest.analysis.validation.items import read_items, read_pairs
 
     raters, _ = load_raters(label_specs, Path(items_path), None, pairwise=pairwise)
