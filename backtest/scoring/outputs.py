@@ -25,7 +25,7 @@ class Run(Output):
     frozen_path: str
     frozen_seal: str
     frozen_version: int | None = None
-    status: Literal["running", "complete", "failed"] | None = None  # None: imported or control runs
+    status: Literal["running", "incomplete", "complete"] | None = None  # None: imported or control runs
     backtest_version: str | None = None
     cutoff: str | None = None
     started_at: str | None = None
@@ -40,6 +40,7 @@ class Run(Output):
     tokens_total: dict[str, int] | None = None
     n_questions: int | None = None
     n_needs_review: int | None = None
+    n_judge_failed: int | None = None  # an incomplete run: judgments that failed and are retried on a rerun
     leakage: list[dict[str, Any]] | None = None
     valid: bool | None = None
 
