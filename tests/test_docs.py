@@ -33,7 +33,21 @@ def test_every_command_is_in_the_generated_reference_with_its_help() -> None:
 
 def test_every_output_schema_is_in_the_generated_reference() -> None:
     page = gen_docs().schemas_page()
-    for name in ("question", "judgment", "run", "metrics", "comparison", "baselines", "stress", "grade"):
+    for name in (
+        "question",
+        "judgment",
+        "run",
+        "metrics",
+        "comparison",
+        "baselines",
+        "stress",
+        "grade",
+        "arena",
+        "diversity",
+        "validation",
+        "control",
+        "validity-card",
+    ):
         assert f"## `{name}`" in page
 
 

@@ -420,7 +420,8 @@ def diversity_study(
     report and its Markdown (distinct table, then the audit table).
     """
     report: dict[str, Any] = {
-        "distinct": distinct_report(question_sets, rules, groupings=list(dict.fromkeys(groupings)))
+        "schema_version": "1",
+        "distinct": distinct_report(question_sets, rules, groupings=list(dict.fromkeys(groupings))),
     }
     md = "## Distinct questions per set\n\n" + distinct_markdown(report["distinct"])
     if audit:
@@ -434,8 +435,10 @@ def write_diversity(report: dict[str, Any], markdown: str, out_dir) -> None:
     """Write ``diversity.json`` and ``diversity.md`` into ``out_dir`` (atomically)."""
     from pathlib import Path
 
-    from backtest.core.fileio import atomic_write_text, write_json
+    from backtest.analysis.outputs import DiversityReport
+    from backtest.core.fileio import atomic_write_text
+    from backtest.core.records import write_output
 
     out = Path(out_dir)
-    write_json(out / "diversity.json", report)
+    write_output(out / "diversity.json", DiversityReport, report)
     atomic_write_text(out / "diversity.md", "# Diversity\n\n" + markdown)

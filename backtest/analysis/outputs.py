@@ -1,8 +1,9 @@
-"""The typed output of ``backtest compare``: ``compare.json`` (:class:`Comparison`)."""
+"""The typed outputs of the analyses: ``compare.json`` (:class:`Comparison`), ``diversity.json``
+(:class:`DiversityReport`) and a judge validation's ``validation.json`` (:class:`ValidationReport`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,3 +34,22 @@ class Comparison(Output):
     leaderboard: list[LeaderboardRow]
     warnings: list[str]
     notes: list[str]
+
+
+class DiversityReport(Output):
+    """``diversity.json``: distinct questions per set under each equivalence rule, and the rules' audit."""
+
+    distinct: dict[str, Any]
+    audit: dict[str, Any] | None = None
+
+
+class ValidationReport(Output):
+    """``validation.json``: a judge against readers' labels (kappa with intervals, confusions, label use)."""
+
+    kind: Literal["judge-validation", "pairwise-judge-validation"]
+    judge: dict[str, Any]
+    evaluation: str
+    items: dict[str, Any]
+    labels: dict[str, Any]
+    seed: int
+    n_boot: int

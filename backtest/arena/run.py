@@ -13,8 +13,10 @@ from typing import Any, Callable, Sequence
 from backtest.arena.bootstrap import DEFAULT_REPLICATES, bootstrap_btd
 from backtest.arena.btd import DEFAULT_RIDGE, condorcet, fit_btd, table_from_outcomes, win_rates
 from backtest.arena.contexts import ArenaContext
+from backtest.arena.outputs import ArenaReport
 from backtest.arena.pairwise import SHARES, ArenaCase, PairwiseJudge, fold_cases, judge_contexts
-from backtest.core.fileio import atomic_write_text, write_json, write_jsonl
+from backtest.core.fileio import atomic_write_text, write_jsonl
+from backtest.core.records import write_output
 
 SCHEMA_VERSION = "1"
 
@@ -236,7 +238,7 @@ def write_arena(result: dict[str, Any], contexts: Sequence[ArenaContext], out_di
     """Write arena.json, cases.jsonl, contexts.jsonl and leaderboard.md into ``out_dir``."""
     out = Path(out_dir)
     data = {k: v for k, v in result.items() if k != "cases"}
-    write_json(out / "arena.json", data)
+    write_output(out / "arena.json", ArenaReport, data)
     write_jsonl(out / "cases.jsonl", [c.model_dump(mode="json") for c in result["cases"]])
     write_jsonl(out / "contexts.jsonl", [c.model_dump(mode="json") for c in contexts])
     md = "# Arena leaderboard\n\n" + leaderboard_markdown(result)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import click
 from pydantic import BaseModel
 
-from backtest.analysis.outputs import Comparison
+from backtest.analysis.outputs import Comparison, DiversityReport, ValidationReport
 from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, PairLabel
+from backtest.arena.outputs import ArenaReport
 from backtest.cli.common import echo_json
 from backtest.core.records import SCHEMAS
+from backtest.judge.outputs import ValidityCard
 from backtest.scoring.outputs import Metrics, Run
 from backtest.studies.outputs import Baselines, Grade, Stress
+from backtest.validity.outputs import ControlReport
 
 # Inputs (the records of core.records and the annotation formats) and every output file's model.
 ALL_SCHEMAS: dict[str, type[BaseModel]] = {
@@ -25,6 +28,11 @@ ALL_SCHEMAS: dict[str, type[BaseModel]] = {
     "baselines": Baselines,
     "stress": Stress,
     "grade": Grade,
+    "arena": ArenaReport,
+    "diversity": DiversityReport,
+    "validation": ValidationReport,
+    "control": ControlReport,
+    "validity-card": ValidityCard,
 }
 
 

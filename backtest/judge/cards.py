@@ -16,8 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from backtest.core.fileio import read_json, write_json
+from backtest.core.records import read_output, write_output
 from backtest.core.seal import sha256_json
+from backtest.judge.outputs import ValidityCard
 
 NOT_VALIDATED = "judge not validated: no validity card (run `backtest judge validate`)"
 
@@ -75,7 +76,7 @@ def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
     info = report["judge"]
     path = card_path(cards_dir, info, pairwise)
     card = (
-        read_json(path)
+        read_output(ValidityCard, path)
         if path.is_file()
         else {
             "schema_version": "1",
@@ -88,14 +89,14 @@ def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
     entry = (_pair_summary if pairwise else _summary)(report, set_name)
     card["validations"] = [v for v in card["validations"] if v["items_sha256"] != entry["items_sha256"]] + [entry]
     card["validations"].sort(key=lambda v: v["set"])
-    write_json(path, card)
+    write_output(path, ValidityCard, card)
     return path
 
 
 def load_card(cards_dir: Path, info: Any, pairwise: bool = False) -> dict[str, Any] | None:
     """The judge's card, or None where it has none."""
     path = card_path(cards_dir, info, pairwise)
-    return read_json(path) if path.is_file() else None
+    return read_output(ValidityCard, path) if path.is_file() else None
 
 
 def _ci(entry: dict[str, Any]) -> str:
@@ -129,7 +130,7 @@ def run_validity(ws, judge: dict[str, Any]) -> dict[str, Any]:
 
     info = {k: judge.get(k) for k in JudgeInfo.model_fields}
     path = card_path(ws.judges / "cards", info)
-    card = read_json(path) if path.is_file() else None
+    card = read_output(ValidityCard, path) if path.is_file() else None
     return {
         "card": ws.relative(path) if card else None,
         "line": card_line(card),

@@ -40,9 +40,10 @@ from typing import Any, Sequence
 from backtest.core import stats
 from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_write_text, write_json, write_jsonl
-from backtest.core.records import ENGAGED_OUTCOMES, Judgment, Question, Retrieval, RetrievedDocument
+from backtest.core.records import ENGAGED_OUTCOMES, Judgment, Question, Retrieval, RetrievedDocument, write_output
 from backtest.core.workspace import Workspace
 from backtest.validity.leakage import RunData, load_run
+from backtest.validity.outputs import ControlReport
 
 CONTROL_KINDS = ("mismatch", "rerun", "prompt")
 FIELDS = ("outcome", "premise_status")
@@ -210,7 +211,7 @@ def _write_control(
         )
         write_jsonl(tmp / "retrieval.jsonl", [r.model_dump(mode="json") for r in retrievals])
         write_jsonl(tmp / "judgments.jsonl", [j.model_dump(mode="json") for j in judgments])
-        write_json(tmp / "control.json", result)
+        write_output(tmp / "control.json", ControlReport, result)
         atomic_write_text(tmp / "control.md", text)
         write_json(tmp / "RUN.json", meta)
         os.rename(tmp, final)
@@ -266,6 +267,7 @@ def control_mismatch(
     fisher = stats.fisher_exact(true_rate["k"], true_rate["n"], mis_rate["k"], mis_rate["n"])
     separated = fisher["p_value"] < SIGNIFICANT and (true_rate["rate"] or 0) > (mis_rate["rate"] or 0)
     result = {
+        "schema_version": "1",
         "kind": "mismatch",
         "seed": seed,
         "judge_spec": spec,
@@ -309,6 +311,7 @@ def _relabel(
     questions, retrievals, originals = _paired(run)
     again = judge_all(judge, [(q, r.documents) for q, r in zip(questions, retrievals)])
     result = {
+        "schema_version": "1",
         "kind": kind,
         "judge_spec": spec,
         "judge": judge.info().model_dump(mode="json"),

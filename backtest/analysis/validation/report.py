@@ -7,7 +7,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from backtest.core.fileio import atomic_write_text, write_json
+from backtest.analysis.outputs import ValidationReport
+from backtest.core.fileio import atomic_write_text
+from backtest.core.records import write_output
 
 
 def _k(block: dict[str, Any]) -> str:
@@ -142,6 +144,6 @@ def render_html(report: dict[str, Any]) -> str:
 def write_report(report: dict[str, Any], out: str | Path) -> Path:
     """Write ``validation.json`` and ``validation.html`` into ``out``."""
     out = Path(out)
-    write_json(out / "validation.json", report)
+    write_output(out / "validation.json", ValidationReport, report)
     atomic_write_text(out / "validation.html", render_html(report))
     return out
