@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 
 import requests
 import tenacity
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from backtest.core.errors import BadInput, redact
 from backtest.core.seal import canonical_json, sha256_text
@@ -64,9 +65,11 @@ class InvalidAnswer(ValueError):
     """The answer was not a JSON object, or the caller's ``validate`` rejected it (retried)."""
 
 
-@dataclass(frozen=True)
-class LLMSettings:
-    """Where and how to call the model. Only the fields in :meth:`answer_fields` reach the cache key."""
+class LLMSettings(BaseModel):
+    """Where and how to call the model (one settings model for every LLM consumer; unknown fields are refused).
+    Only the fields in :meth:`answer_fields` reach the cache key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     base_url: str
     model: str
@@ -81,13 +84,15 @@ class LLMSettings:
     max_backoff_s: float = 30.0
     max_retry_after_s: float = 120.0
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _check(self) -> LLMSettings:
         if not self.base_url.startswith(("http://", "https://")):
             raise BadInput(f"base_url {self.base_url!r} must start with http:// or https://")
         if not self.model:
             raise BadInput("an LLM model name is required")
         if self.concurrency < 1 or self.max_retries < 0 or self.max_tokens < 1 or self.timeout_s <= 0:
             raise BadInput("concurrency and max_tokens must be >= 1, max_retries >= 0 and timeout_s > 0")
+        return self
 
     @property
     def endpoint(self) -> str:
