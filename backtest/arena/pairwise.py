@@ -33,6 +33,7 @@ from backtest.core.errors import BadInput
 from backtest.core.fileio import read_toml
 from backtest.core.records import Versioned
 from backtest.core.registry import Registry
+from backtest.judge.protocol import factory_of_config, find_config
 
 VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 SHARES = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
@@ -113,18 +114,13 @@ def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | No
     A bare name also finds ``judges/<name>.toml`` under ``root``.
     """
     value = str(name_or_config or "offline")
-    path = Path(value)
-    candidates = [path] + ([root / path, root / "judges" / path, root / "judges" / f"{value}.toml"] if root else [])
-    config_path = next((p for p in candidates if p.suffix == ".toml" and p.is_file()), None)
+    config_path = find_config(value, root)
     if config_path is None and value in PAIRWISE_JUDGES:
         return PAIRWISE_JUDGES.get(value)({}, None)
     if config_path is None:
         raise BadInput(f"{PAIRWISE_JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
     config = read_toml(config_path, "pairwise judge config")
-    kind = str(config.get("kind", "llm"))
-    if kind not in PAIRWISE_JUDGES:
-        raise BadInput(f"{config_path}: {PAIRWISE_JUDGES.unknown(kind).message.replace('judge', 'judge kind', 1)}")
-    return PAIRWISE_JUDGES.get(kind)(config, config_path.resolve())
+    return factory_of_config(PAIRWISE_JUDGES, config, config_path)(config, config_path.resolve())
 
 
 # --------------------------------------------------------------------------- judging both orders

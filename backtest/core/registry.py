@@ -76,12 +76,13 @@ class Registry(Generic[T]):
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self._entries or name in self.plugins())
 
-    def unknown(self, name: str, known: list[str] | None = None) -> BadInput:
-        """The error for a name not in the registry: close matches first, then every known name."""
-        known = self.names() if known is None else known
+    def unknown(self, name: str, what: str | None = None) -> BadInput:
+        """The error for a name not in the registry: close matches first, then every known name.
+        ``what`` names the thing looked up (default: the family, e.g. "judge kind" for a config's kind)."""
+        known = self.names()
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-        return BadInput(f"unknown {self.family} {name!r}{hint}; known: {', '.join(known) or 'none'}")
+        return BadInput(f"unknown {what or self.family} {name!r}{hint}; known: {', '.join(known) or 'none'}")
 
     def get(self, name: str) -> T:
         """The entry under ``name``, importing it on first use."""

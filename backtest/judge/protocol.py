@@ -13,7 +13,7 @@ Judges are named either by a registered kind that needs no configuration
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,6 +103,8 @@ class Judge(Protocol):
         """Counters since creation: calls, cache hits, tokens (for progress and RUN.json)."""
 
 
+F = TypeVar("F")
+
 JudgeFactory = Callable[[dict[str, Any], "Path | None", "Workspace | None"], Judge]
 
 # Judge kinds: a bare ``--judge NAME`` or a config's ``kind = "NAME"``. Plugins: entry-point group
@@ -140,11 +142,7 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
     ``None`` means the default, ``offline``.
     """
     value = str(name_or_config_path or "offline")
-    path = Path(value)
-    candidates = [path]
-    if ws is not None and not path.is_absolute():
-        candidates += [ws.root / path, ws.judges / path, ws.judges / f"{value}.toml"]
-    config_path = next((p for p in candidates if p.suffix == ".toml" and p.is_file()), None)
+    config_path = find_config(value, ws.root if ws is not None else None)
     if config_path is None and value in JUDGES:
         return JUDGES.get(value)({}, None, ws)
     if config_path is None:
@@ -152,7 +150,20 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
             raise BadInput(f"{value}: no such judge config")
         raise BadInput(f"{JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
     config = load_config(config_path)
+    return factory_of_config(JUDGES, config, config_path)(config, config_path.resolve(), ws)
+
+
+def find_config(value: str, root: Path | None) -> Path | None:
+    """The TOML config ``value`` names: the path itself, or under ``root``: the path, ``judges/<path>`` or
+    ``judges/<value>.toml``; None when there is none (``value`` may then be a registered kind)."""
+    path = Path(value)
+    candidates = [path] + ([root / path, root / "judges" / path, root / "judges" / f"{value}.toml"] if root else [])
+    return next((p for p in candidates if p.suffix == ".toml" and p.is_file()), None)
+
+
+def factory_of_config(registry: Registry[F], config: dict[str, Any], config_path: Path) -> F:
+    """The factory of a config's ``kind`` (default ``llm``) in ``registry``; BadInput naming the file otherwise."""
     kind = str(config.get("kind", "llm"))
-    if kind not in JUDGES:
-        raise BadInput(f"{config_path}: {JUDGES.unknown(kind).message.replace('unknown judge', 'unknown judge kind')}")
-    return JUDGES.get(kind)(config, config_path.resolve(), ws)
+    if kind not in registry:
+        raise BadInput(f"{config_path}: {registry.unknown(kind, what=f'{registry.family} kind').message}")
+    return registry.get(kind)
