@@ -92,6 +92,7 @@ def test_registry_errors_are_one_clear_line() -> None:
         reg.get("alpah")
     with pytest.raises(ValueError, match="already registered"):
         reg.add("beta", 3)
+    assert reg.unknown("alpah", what="widget kind").message.startswith("unknown widget kind 'alpah' (did you mean")
     reg.add("broken", "no_such_module_here:thing")
     with pytest.raises(BadInput, match="cannot be imported"):
         reg.get("broken")
@@ -114,3 +115,15 @@ def test_a_plugin_may_not_shadow_a_builtin(plugin_path) -> None:
         env={**os.environ, "PYTHONPATH": str(plugin_path)},
     )
     assert result.returncode != 0 and "which backtest already has" in result.stderr
+
+
+def test_a_config_of_an_unknown_kind_is_named_with_its_file(tmp_path) -> None:
+    from backtest.arena.pairwise import get_pairwise_judge
+    from backtest.judge import get_judge
+
+    config = tmp_path / "odd.toml"
+    config.write_text('kind = "offlin"\n')
+    with pytest.raises(BadInput, match=r"odd.toml: unknown judge kind 'offlin' \(did you mean 'offline'"):
+        get_judge(str(config))
+    with pytest.raises(BadInput, match=r"odd.toml: unknown pairwise judge kind 'offlin' \(did you mean 'offline'"):
+        get_pairwise_judge(str(config))
