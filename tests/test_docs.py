@@ -42,11 +42,14 @@ def test_every_output_schema_is_in_the_generated_reference() -> None:
         "baselines",
         "stress",
         "grade",
+        "grade-note",
         "arena",
         "diversity",
         "validation",
         "control",
         "validity-card",
+        "decode",
+        "index",
     ):
         assert f"## `{name}`" in page
 

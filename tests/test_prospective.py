@@ -16,8 +16,11 @@ from backtest.core.records import Window, read_output
 from backtest.core.seal import with_seal
 from backtest.core.workspace import Workspace
 from backtest.corpus.store import CorpusStore
-from backtest.studies.outputs import Grade
-from backtest.studies.prospective import Commitment, plan_grade, publish_line, verify_folder, window_fraction
+from backtest.studies.outputs import Grade, GradeNote
+from backtest.studies.prospective.commit import publish_line
+from backtest.studies.prospective.grade import plan_grade, window_fraction
+from backtest.studies.prospective.records import Commitment
+from backtest.studies.prospective.verify import verify_folder
 
 from .conftest import DAILY, run_cli
 
@@ -225,7 +228,7 @@ def test_grade_end_to_end_with_the_offline_judge(committed, cli, tmp_path):
     grade = read_output(Grade, prov / "GRADE.json")
     assert grade["provisional"] is True and grade["window_end_graded"] == "2025-12-15"
     assert "PROVISIONAL" in (prov / "GRADE.md").read_text()
-    assert read_json(prov / "hand_ep" / "GRADE_NOTE.json")["provisional"] is True
+    assert read_output(GradeNote, prov / "hand_ep" / "GRADE_NOTE.json")["provisional"] is True
     # the scheduled grade once the whole window has passed
     code, out, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01", "--json"], root=ws.root)
     assert code == 0, err

@@ -9,7 +9,8 @@ import stat
 import pytest
 
 from backtest.core.seal import merkle_root
-from backtest.studies.prospective import sum_entries, sums_root, verify_folder
+from backtest.studies.prospective.merkle import sum_entries, sums_root
+from backtest.studies.prospective.verify import verify_folder
 
 from .conftest import SQB
 

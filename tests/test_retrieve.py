@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backtest.core.errors import CheckFailed
+from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.records import Question
 from backtest.core.workspace import Workspace
 from backtest.corpus.build import load_manifest
@@ -233,6 +233,15 @@ def test_index_is_reused_and_a_tampered_or_foreign_one_rebuilt(ep_ws, monkeypatc
     assert get_retriever("bm25", docs).built
     other = get_retriever("bm25", docs, k1=1.2)
     assert other.key != first.key and other.built
+    # INDEX.json is typed (retrieve.outputs.IndexMeta): one without a schema_version, as written before it had
+    # one, is read as version 1 and reused; one of an unknown version (a newer backtest's) is refused, naming it
+    meta = json.loads((first.folder / META_FILE).read_text())
+    assert meta.pop("schema_version") == "1"
+    (first.folder / META_FILE).write_text(json.dumps(meta))
+    assert not get_retriever("bm25", docs).built
+    (first.folder / META_FILE).write_text(json.dumps({**meta, "schema_version": "9"}))
+    with pytest.raises(BadInput, match=r"INDEX.json: schema_version: .*unknown schema_version '9'"):
+        get_retriever("bm25", docs)
 
 
 # --------------------------------------------------------------------------- isolation

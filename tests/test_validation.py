@@ -15,10 +15,13 @@ import json
 
 import pytest
 
+from backtest.analysis.outputs import Decode
 from backtest.analysis.validation.items import read_items
+from backtest.core.fileio import read_json
+from backtest.core.records import read_output
 from backtest.judge.cards import card_line, fingerprint, load_card
 
-from .conftest import frozen_copy
+from .conftest import REPO, frozen_copy
 
 INSTANCE = "astro-2025-ep"
 
@@ -210,3 +213,40 @@ def test_missing_columns_and_bad_rater_are_usage_errors(scored, cli, tmp_path):
     assert code == 2 and "missing column(s) premise_status" in err
     code, _, err = cli(["annotate", "import", str(out / "sheet.csv"), "--items", str(out), "--rater", "../x"])
     assert code == 2 and "rater name" in err
+
+
+def test_decode_is_typed_merged_and_an_unknown_version_refused(scored, cli, tmp_path):
+    """decode.json is written and read through its model (analysis.outputs.Decode): batches merge into one,
+    and a decode.json of an unknown schema_version is refused in one line naming the file."""
+    ws, run_dir = scored
+    first, second, merged = tmp_path / "b1", tmp_path / "b2", tmp_path / "merged"
+    for out, start in ((first, "1"), (second, "4")):
+        args = ["annotate", "export", str(run_dir), "--n", "3", "--first-item", start, "--out", str(out)]
+        assert cli(args, root=ws.root)[0] == 0
+    batch = read_output(Decode, first / "decode.json")
+    assert (
+        batch["schema_version"] == "1"
+        and batch["kind"] == "items"
+        and sorted(batch["items"])
+        == [
+            "item001",
+            "item002",
+            "item003",
+        ]
+    )
+    code, _, err = cli(["annotate", "merge", str(first), str(second), "--out", str(merged)])
+    assert code == 0, err
+    decode = read_output(Decode, merged / "decode.json")
+    assert len(decode["items"]) == 6 and [m["first_item"] for m in decode["merged_from"]] == [1, 4]
+    (second / "decode.json").write_text(json.dumps({**read_json(second / "decode.json"), "schema_version": "9"}))
+    code, _, err = cli(["annotate", "merge", str(first), str(second), "--out", str(tmp_path / "again")])
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{second / 'decode.json'}: schema_version: " in err and "unknown schema_version '9'" in err
+
+
+@pytest.mark.parametrize(
+    "folder", sorted(p.parent.name for p in (REPO / "judges" / "validation").glob("*/decode.json"))
+)
+def test_the_committed_decode_files_load(folder):
+    decode = Decode.model_validate(read_json(REPO / "judges" / "validation" / folder / "decode.json"))
+    assert decode.n == len(decode.items) and decode.merged_from

@@ -1,11 +1,12 @@
 """The typed outputs of the analyses: ``compare.json`` (:class:`Comparison`), ``diversity.json``
-(:class:`DiversityReport`) and a judge validation's ``validation.json`` (:class:`ValidationReport`)."""
+(:class:`DiversityReport`), a judge validation's ``validation.json`` (:class:`ValidationReport`) and an
+annotation export's private ``decode.json`` (:class:`Decode`)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from backtest.core.records import Output
 
@@ -53,3 +54,53 @@ class ValidationReport(Output):
     labels: dict[str, Any]
     seed: int
     n_boot: int
+
+
+class ItemSource(BaseModel):
+    """Where one blinded item came from: its run, system and question, and the run judge's labels."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: str
+    instance: str
+    system: str
+    question_id: str
+    judge: str | None
+    judge_outcome: str
+    judge_premise_status: str
+
+
+class PairSource(BaseModel):
+    """Where one blinded pair came from: its arena and context, and the systems behind sides a and b."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arena: str
+    instance: str
+    context_id: str
+    a: str
+    b: str
+    a_question_id: str
+    b_question_id: str
+
+
+class Decode(Output):
+    """``decode.json`` of an annotation export (private, never shown to readers): every item id mapped back to
+    where it came from, with the export's settings (a merged export lists each batch's in ``merged_from``)."""
+
+    kind: Literal["items", "pairs"]
+    n: int
+    items: dict[str, ItemSource] | dict[str, PairSource]
+    seed: int | None = None
+    stratify: str | None = None
+    first_item: int | None = None
+    runs: list[str] | None = None
+    arenas: list[str] | None = None
+    merged_from: list[dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _items_of_kind(self) -> Decode:
+        source = ItemSource if self.kind == "items" else PairSource
+        if not all(isinstance(v, source) for v in self.items.values()):
+            raise ValueError(f"items: a {self.kind} export maps every item to a {source.__name__}")
+        return self

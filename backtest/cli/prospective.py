@@ -89,7 +89,7 @@ def commit_cmd(
 
     Prints the one line to publish (the root and the date).
     """
-    from backtest.studies.prospective import CommitOptions, commit, parse_dates, parse_window, publish_line
+    from backtest.studies.prospective.commit import CommitOptions, commit, parse_dates, parse_window, publish_line
 
     ws = workspace(ctx)
     opts = CommitOptions(
@@ -133,7 +133,7 @@ def commit_cmd(
 def verify_cmd(folder, as_json):
     """Check a folder's SHA256SUMS (ours or anyone's), the Merkle root and the commitment;
     exit 1 naming each bad file."""
-    from backtest.studies.prospective import verify_folder
+    from backtest.studies.prospective.verify import verify_folder
 
     result = verify_folder(folder)
     if as_json:
@@ -163,7 +163,7 @@ def verify_cmd(folder, as_json):
 def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
     """Build the declared future corpus up to --as-of and score every committed submission
     with the committed settings."""
-    from backtest.studies.prospective import grade
+    from backtest.studies.prospective.grade import grade
 
     ws = workspace(ctx)
     summary = grade(folder, as_of, ws, provisional=provisional, inputs=list(inputs) or None)
@@ -234,7 +234,7 @@ def stress_cmd(
     as_json,
 ):
     """Run the same generators at several cutoffs (each a full instance), freeze, score, and tabulate the rates."""
-    from backtest.studies.prospective import parse_dates
+    from backtest.studies.prospective.commit import parse_dates
     from backtest.studies.stress import StressOptions, run_stress
 
     ws = workspace(ctx)

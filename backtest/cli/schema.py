@@ -5,14 +5,15 @@ from __future__ import annotations
 import click
 from pydantic import BaseModel
 
-from backtest.analysis.outputs import Comparison, DiversityReport, ValidationReport
+from backtest.analysis.outputs import Comparison, Decode, DiversityReport, ValidationReport
 from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, PairLabel
 from backtest.arena.outputs import ArenaReport
 from backtest.cli.common import echo_json
 from backtest.core.records import SCHEMAS
 from backtest.judge.outputs import ValidityCard
+from backtest.retrieve.outputs import IndexMeta
 from backtest.scoring.outputs import Metrics, Run
-from backtest.studies.outputs import Baselines, Grade, Stress
+from backtest.studies.outputs import Baselines, Grade, GradeNote, Stress
 from backtest.validity.outputs import ControlReport
 
 # Inputs (the records of core.records and the annotation formats) and every output file's model.
@@ -28,11 +29,14 @@ ALL_SCHEMAS: dict[str, type[BaseModel]] = {
     "baselines": Baselines,
     "stress": Stress,
     "grade": Grade,
+    "grade-note": GradeNote,
     "arena": ArenaReport,
     "diversity": DiversityReport,
     "validation": ValidationReport,
+    "decode": Decode,
     "control": ControlReport,
     "validity-card": ValidityCard,
+    "index": IndexMeta,
 }
 
 

@@ -4,14 +4,16 @@ Layout: ``corpora/<corpus_id>/index/<method>/<key>/`` holding the index files an
 ``INDEX.json``. ``key`` is the first 20 hex digits of the sha256 of the canonical
 JSON of everything that changes the index: the index format version, the method,
 the corpus id and seal, and the method's parameters (for embeddings, the model
-fingerprint: name + sha256 of its weights). ``INDEX.json`` records those inputs,
-the number of documents and the sha256 of every file.
+fingerprint: name + sha256 of its weights). ``INDEX.json``
+(:class:`~backtest.retrieve.outputs.IndexMeta`) records those inputs, the number of
+documents and the sha256 of every file.
 
 An index is reused only when its ``INDEX.json`` names exactly the expected inputs
 and every file still has its recorded sha256; anything else (stale, foreign,
-truncated, edited) is deleted and rebuilt, never trusted. Builds write into a
-temporary folder beside the target and rename it into place, so a crash never
-leaves a half-built index.
+truncated, edited) is deleted and rebuilt, never trusted. An ``INDEX.json`` of an
+unknown ``schema_version`` (a newer backtest's) is refused, naming the file. Builds
+write into a temporary folder beside the target and rename it into place, so a crash
+never leaves a half-built index.
 
 ``BACKTEST_INDEX_CACHE`` (optional) names a second folder, laid out as
 ``<cache>/<corpus_id>/<method>/<key>/``, shared between workspaces (tests, benches):
@@ -32,11 +34,13 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from backtest.core.errors import BadInput
-from backtest.core.fileio import read_json, write_json
+from backtest.core.fileio import read_json
+from backtest.core.records import parse_record, write_output
 from backtest.core.seal import sha256_file, sha256_json
+from backtest.retrieve.outputs import IndexMeta
 from backtest.retrieve.protocol import FutureDocs
 
 INDEX_FORMAT = "1"
@@ -68,21 +72,35 @@ def _files_of(folder: Path) -> dict[str, str]:
     return {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file() and p.name != META_FILE}
 
 
-def is_valid(folder: Path, inputs: dict[str, Any], n_docs: int) -> bool:
-    """True when ``folder`` holds an intact index built from exactly ``inputs`` over ``n_docs`` documents."""
+def read_meta(folder: Path) -> IndexMeta | None:
+    """``folder``'s ``INDEX.json``, or None when it is missing or damaged (the index is then rebuilt).
+
+    One written by a newer backtest (an unknown ``schema_version``) is refused: BadInput naming the file."""
     meta_path = folder / META_FILE
     if not meta_path.is_file():
-        return False
+        return None
     try:
-        meta = read_json(meta_path)
+        data = read_json(meta_path)
     except BadInput:
+        return None
+    try:
+        return cast(IndexMeta, parse_record(IndexMeta, data, str(meta_path)))
+    except BadInput:
+        version = data.get("schema_version", IndexMeta.SCHEMA_VERSION) if isinstance(data, dict) else None
+        if version is not None and version not in IndexMeta.SUPPORTED_VERSIONS:
+            raise
+        return None
+
+
+def is_valid(folder: Path, inputs: dict[str, Any], n_docs: int) -> bool:
+    """True when ``folder`` holds an intact index built from exactly ``inputs`` over ``n_docs`` documents."""
+    meta = read_meta(folder)
+    if meta is None or meta.inputs.model_dump() != inputs or meta.key != index_key(inputs):
         return False
-    if not isinstance(meta, dict) or meta.get("inputs") != inputs or meta.get("key") != index_key(inputs):
-        return False
-    if meta.get("n_docs") != n_docs or not isinstance(meta.get("files"), dict) or not meta["files"]:
+    if meta.n_docs != n_docs or not meta.files:
         return False
     try:
-        return _files_of(folder) == meta["files"]
+        return _files_of(folder) == meta.files
     except OSError:
         return False
 
@@ -174,7 +192,8 @@ def open_or_build(
     tmp = _tmp_dir(folder.parent, key)
     try:
         build(tmp)
-        write_json(tmp / META_FILE, {"key": key, "inputs": inputs, "n_docs": len(docs), "files": _files_of(tmp)})
+        meta = {"schema_version": "1", "key": key, "inputs": inputs, "n_docs": len(docs), "files": _files_of(tmp)}
+        write_output(tmp / META_FILE, IndexMeta, meta)
         if folder.exists():
             shutil.rmtree(folder)
         try:

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from backtest.core.fileio import atomic_write_text
-from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Judgment, Question, Retrieval
+from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Judgment, Question, Rate, Retrieval
 from backtest.core.stats import clopper_pearson
 from backtest.judge.cards import NOT_VALIDATED
+from backtest.scoring.outputs import Metrics
 
 _COLORS = {
     "answered": "#2b8a3e",
@@ -35,18 +36,13 @@ _COLORS = {
 HIST_COLOR = "#5c7cfa"  # the top-1 similarity histogram's bars
 
 
-def _rate_rows(
-    section: dict[str, Any] | None, labels: Sequence[str], values: Sequence[str], n: int
-) -> list[dict[str, Any]]:
+def _rate_rows(section: dict[str, Rate], labels: Sequence[str], values: Sequence[str], n: int) -> list[dict[str, Any]]:
     """(label, k, rate, lo, hi) per label, from a metrics section or counted from ``values``."""
     counts = Counter(values)
     rows = []
     for label in labels:
-        entry = (section or {}).get(label) if isinstance(section, dict) else None
-        if isinstance(entry, dict) and "k" in entry:
-            k = int(entry["k"])
-        else:
-            k = counts.get(label, 0)
+        entry = section.get(label)
+        k = entry.k if entry is not None else counts.get(label, 0)
         lo, hi = clopper_pearson(k, n) if n else (0.0, 0.0)
         rows.append({"label": label, "k": k, "n": n, "rate": k / n if n else 0.0, "lo": lo, "hi": hi})
     return rows
@@ -106,41 +102,30 @@ def similarity_histogram(values: Sequence[float], title: str = "top-1 retrieval 
     return _png(fig)
 
 
-def _fmt_rate(entry: Any) -> str:
-    if isinstance(entry, dict) and "rate" in entry:
-        ci = entry.get("ci95") or entry.get("ci") or [None, None]
-        rate = entry.get("rate")
-        if rate is None:
-            return f"– ({entry.get('k', 0)}/{entry.get('n', 0)})"
-        lo, hi = (
-            (ci + [None, None])[:2]
-            if isinstance(ci, list)
-            else (ci.get("low"), ci.get("high"))
-            if isinstance(ci, dict)
-            else (None, None)
-        )
-        band = f" [{lo:.3f}, {hi:.3f}]" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else ""
-        return f"{rate:.3f}{band} ({entry.get('k')}/{entry.get('n')})"
-    if isinstance(entry, float):
-        return f"{entry:.4f}"
-    return "–" if entry is None else str(entry)
+def _fmt_rate(entry: Rate | float | None) -> str:
+    """A rate as ``rate [lo, hi] (k/n)`` (``– (k/n)`` when n = 0), a mean to 4 decimals, ``–`` for none."""
+    if isinstance(entry, Rate):
+        if entry.rate is None:
+            return f"– ({entry.k}/{entry.n})"
+        lo, hi = entry.ci95
+        return f"{entry.rate:.3f} [{lo:.3f}, {hi:.3f}] ({entry.k}/{entry.n})"
+    return "–" if entry is None else f"{entry:.4f}"
 
 
-def headline_rows(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def headline_rows(metrics: Metrics) -> list[tuple[str, str]]:
     """(name, formatted value) for the headline metrics."""
-    lag = metrics.get("first_engagement_lag_years") or {}
-    rows = [(f"outcome: {k}", _fmt_rate((metrics.get("outcomes") or {}).get(k))) for k in OUTCOMES]
-    rows += [("coverage (1 − not_addressed; read with the outcome split)", _fmt_rate(metrics.get("coverage")))]
-    rows += [(f"premise: {k}", _fmt_rate((metrics.get("premise") or {}).get(k))) for k in PREMISE_STATUSES]
+    rows = [(f"outcome: {k}", _fmt_rate(metrics.outcomes.get(k))) for k in OUTCOMES]
+    rows += [("coverage (1 − not_addressed; read with the outcome split)", _fmt_rate(metrics.coverage))]
+    rows += [(f"premise: {k}", _fmt_rate(metrics.premise.get(k))) for k in PREMISE_STATUSES]
     rows += [
-        ("premise refutation rate", _fmt_rate(metrics.get("premise_refutation_rate"))),
-        ("mean supporting papers per question", _fmt_rate(metrics.get("mean_supporting_papers"))),
-        ("multi-source rate (≥ 2 cited papers)", _fmt_rate(metrics.get("multi_source_rate"))),
-        ("first-engagement lag, years (mean)", _fmt_rate(lag.get("mean") if isinstance(lag, dict) else lag)),
-        ("mean top-1 similarity", _fmt_rate(metrics.get("mean_top1_similarity"))),
-        ("specificity rate (names a catalogued object)", _fmt_rate(metrics.get("specificity_rate"))),
-        ("mean lead time, years", "null — " + str(metrics.get("mean_lead_time_reason", "not estimated"))),
-        ("judgments flagged needs_review", str((metrics.get("needs_review") or {}).get("n", 0))),
+        ("premise refutation rate", _fmt_rate(metrics.premise_refutation_rate)),
+        ("mean supporting papers per question", _fmt_rate(metrics.mean_supporting_papers)),
+        ("multi-source rate (≥ 2 cited papers)", _fmt_rate(metrics.multi_source_rate)),
+        ("first-engagement lag, years (mean)", _fmt_rate(metrics.first_engagement_lag_years.mean)),
+        ("mean top-1 similarity", _fmt_rate(metrics.mean_top1_similarity)),
+        ("specificity rate (names a catalogued object)", _fmt_rate(metrics.specificity_rate)),
+        ("mean lead time, years", "null — " + metrics.mean_lead_time_reason),
+        ("judgments flagged needs_review", str(metrics.needs_review.n)),
     ]
     return rows
 
@@ -173,7 +158,9 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def render_markdown(run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None) -> str:
+def render_markdown(
+    run: dict[str, Any], questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
+) -> str:
     """The Markdown report. ``validity`` is the judge's validity-card line (``not validated`` when None)."""
     lines = [f"# Run {run.get('run_id')}: {run.get('system')} on {run.get('instance_id')}", ""]
     judge = run.get("judge") or {}
@@ -228,12 +215,14 @@ code{font-size:.9em}"""
 )
 
 
-def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None) -> str:
+def render_html(
+    run: dict[str, Any], questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
+) -> str:
     """The self-contained HTML report (charts inline as base64 PNG); ``validity`` as in :func:`render_markdown`."""
     esc = html.escape
     n = len(questions)
-    outcome_rows = _rate_rows(metrics.get("outcomes"), OUTCOMES, [j.outcome for j in judgments], n)
-    premise_rows = _rate_rows(metrics.get("premise"), PREMISE_STATUSES, [j.premise_status for j in judgments], n)
+    outcome_rows = _rate_rows(metrics.outcomes, OUTCOMES, [j.outcome for j in judgments], n)
+    premise_rows = _rate_rows(metrics.premise, PREMISE_STATUSES, [j.premise_status for j in judgments], n)
     sims = [r.top1_similarity for r in retrievals if r.top1_similarity is not None]
     charts = [
         ("outcome", bar_chart(outcome_rows, "What became of the questions (outcome)")),
@@ -294,7 +283,7 @@ def render_html(run: dict[str, Any], questions, retrievals, judgments, metrics, 
 
 
 def write_reports(
-    run_dir: Path, run: dict[str, Any], questions, retrievals, judgments, metrics, validity: str | None = None
+    run_dir: Path, run: dict[str, Any], questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
 ) -> tuple[Path, Path]:
     """Write ``report.md`` and ``report.html`` into ``run_dir`` (atomically)."""
     run_dir = Path(run_dir)

@@ -287,7 +287,7 @@ def sibling_retrieval(run_dir: Path, settings: dict[str, Any]) -> Path | None:
     return None
 
 
-def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list[Judgment], dict[str, Any]]:
+def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list[Judgment], Metrics]:
     """RUN.json, retrievals, judgments and metrics of a finished run (for ``backtest report``)."""
     run_dir = Path(run_dir)
     if not (run_dir / "RUN.json").is_file():
@@ -304,7 +304,8 @@ def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list
         parse_record(Judgment, o, f"{run_dir / 'judgments.jsonl'}:{n}")
         for n, o in iter_jsonl(run_dir / "judgments.jsonl")
     ]
-    return run, retrievals, judgments, read_output(Metrics, run_dir / "metrics.json")
+    metrics_path = run_dir / "metrics.json"
+    return run, retrievals, judgments, parse_record(Metrics, read_json(metrics_path), str(metrics_path))
 
 
 def score_frozen(
@@ -460,6 +461,7 @@ def score_frozen(
             },
         }
     )
-    write_reports(run_dir, run, questions, retrievals, judgments, metrics, run_validity(ws, run["judge"])["line"])
+    validity = run_validity(ws, run["judge"])["line"]
+    write_reports(run_dir, run, questions, retrievals, judgments, Metrics.model_validate(metrics), validity)
     write_output(run_json, Run, run)
     return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid)

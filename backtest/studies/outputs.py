@@ -1,4 +1,5 @@
-"""The typed outputs of the studies: ``BASELINES.json``, ``STRESS.json`` and a prospective ``GRADE.json``."""
+"""The typed outputs of the studies: ``BASELINES.json``, ``STRESS.json``, and a prospective ``GRADE.json`` with
+the ``GRADE_NOTE.json`` beside each graded run."""
 
 from __future__ import annotations
 
@@ -77,8 +78,9 @@ class GradeRow(StudyRates):
     valid: bool | None
 
 
-class Grade(Output):
-    """``GRADE.json`` of a prospective commitment as of a day (sealed)."""
+class GradeStatus(Output):
+    """Where a grading of a prospective commitment stands on its as-of day (``GRADE.json`` and each
+    ``GRADE_NOTE.json`` carry it): provisional or scheduled, and the share of the future window graded."""
 
     commitment_id: str
     root: str
@@ -89,6 +91,19 @@ class Grade(Output):
     window_end_graded: str
     window_fraction: float
     status: str
+
+
+class GradeNote(GradeStatus):
+    """``GRADE_NOTE.json`` beside each graded run of a prospective commitment: the grading's status, the
+    system and the scored run it was copied from."""
+
+    system: str
+    run: str
+
+
+class Grade(GradeStatus):
+    """``GRADE.json`` of a prospective commitment as of a day (sealed)."""
+
     future_corpus: dict[str, Any]
     graded_instance: dict[str, Any]
     judge: dict[str, Any]

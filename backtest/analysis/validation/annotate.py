@@ -28,6 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
+from backtest.analysis.outputs import Decode
 from backtest.analysis.validation.items import (
     BLINDED_SYSTEM,
     AnnotationItem,
@@ -39,7 +40,7 @@ from backtest.analysis.validation.items import (
     read_records,
 )
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_text, iter_jsonl, read_json, read_text_file, write_json, write_jsonl
+from backtest.core.fileio import atomic_write_text, iter_jsonl, read_text_file, write_jsonl
 from backtest.core.records import (
     ENGAGED_OUTCOMES,
     OUTCOMES,
@@ -49,6 +50,8 @@ from backtest.core.records import (
     Retrieval,
     check_safe_name,
     parse_record,
+    read_output,
+    write_output,
 )
 
 SHEET_COLUMNS = ("item_id", "outcome", "premise_status", "confidence", "cited", "notes")
@@ -245,7 +248,7 @@ def _write_export(
     atomic_write_text(out / "sheet.csv", buf.getvalue())
     if guide is not None:
         atomic_write_text(out / guide_name, guide)
-    write_json(out / "decode.json", {"schema_version": "1", **meta, "items": decode})
+    write_output(out / "decode.json", Decode, {"schema_version": "1", **meta, "items": decode})
 
 
 def _arena_instance(arena_dir: Path, ws) -> str:
@@ -473,7 +476,7 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
                 f"{d}: item ids {', '.join(clash[:5])} are already in an earlier folder (export with --first-item)"
             )
         records += batch
-        meta = read_json(d / "decode.json")
+        meta = read_output(Decode, d / "decode.json")
         decode.update(meta.get("items", {}))
         metas.append({k: v for k, v in meta.items() if k != "items"})
     records.sort(key=lambda r: r.item_id)
