@@ -77,9 +77,10 @@ def test_hand_made_submission_freezes_and_versions(ws, tmp_path, cli):
     assert [q.question_id for q in bundle.questions] == [f"q_{k:03d}" for k in range(1, 13)]
     assert bundle.metadata.system_name == "hand_v1" and bundle.frozen.version == 1
 
-    # A second freeze of the same system mints v2; v1 is untouched.
+    # A second freeze of the same system with --new-version mints v2; v1 is untouched.
+    # (A plain freeze of identical content reuses v1: tests/test_freeze_reuse.py.)
     before = snapshot(v1)
-    code, _, err = cli(["freeze", sub, "--instance", "astro-2025"], root=ws.root)
+    code, _, err = cli(["freeze", sub, "--instance", "astro-2025", "--new-version"], root=ws.root)
     assert code == 0, err
     assert snapshot(v1) == before
     assert (ws.frozen / "astro-2025" / "hand_v1" / "v2" / FROZEN_FILE).is_file()

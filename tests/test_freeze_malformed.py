@@ -237,6 +237,6 @@ def test_unknown_instance_is_bad_input(base, cli):
 
 def test_valid_submission_still_freezes(base, cli, tmp_path):
     ws, valid = base
-    code, _, err = cli(["freeze", valid, "--instance", "astro-2025"], root=ws.root)
+    code, _, err = cli(["freeze", valid, "--instance", "astro-2025", "--new-version"], root=ws.root)
     assert code == 0, err
     assert (ws.frozen / "astro-2025" / "hand_m" / "v2").is_dir()

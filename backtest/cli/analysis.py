@@ -24,20 +24,43 @@ def import_group() -> None:
     help="Folder to write into (a workspace root: manifests/, frozen/, results/, labels/).",
 )
 @click.option("--no-annotation", is_flag=True, help="Skip decoding the human annotation sheets.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse (exit 1, nothing written) when the release holds a file no import rule knows.",
+)
 @json_option
-def import_sqb_cmd(path, out, no_annotation, as_json):
-    """Import the reference release at PATH: frozen sets, runs, metrics and human labels."""
+def import_sqb_cmd(path, out, no_annotation, strict, as_json):
+    """Import the reference release at PATH: frozen sets, runs, metrics and human labels.
+
+    Systems and stress-test cutoffs are discovered from the files present; every file
+    not imported is listed with the reason, an unexpected one as a warning.
+    """
     from backtest.interop.sqb import import_sqb
 
-    summary = import_sqb(path, out, annotation=not no_annotation)
+    summary = import_sqb(path, out, annotation=not no_annotation, strict=strict)
     if as_json:
         echo_json(summary)
         return
-    click.echo(f"imported {len(summary['frozen'])} frozen sets and {len(summary['runs'])} runs into {summary['out']}")
+    click.echo(
+        f"imported {len(summary['instances'])} instances, {len(summary['frozen'])} frozen sets and "
+        f"{len(summary['runs'])} runs into {summary['out']}"
+    )
     for run in summary["runs"]:
         click.echo(f"  run {run}")
     for labels in summary.get("labels", []):
         click.echo(f"  rater file {labels}")
+    for note in summary["notes"]:
+        click.echo(f"  note: {note}")
+    by_reason: dict[str, list[str]] = {}
+    for item in summary["skipped"]:
+        by_reason.setdefault(item["reason"], []).append(item["path"])
+    for reason, paths in by_reason.items():
+        click.echo(f"  not imported ({len(paths)} file{'s' if len(paths) > 1 else ''}, e.g. {paths[0]}): {reason}")
+    if summary["not_scanned"]:
+        click.echo(f"  not scanned (outside the release's data folders): {', '.join(summary['not_scanned'])}")
+    for item in summary["unexpected"]:
+        click.echo(f"warning: not imported, unexpected file {item['path']}: {item['reason']}", err=True)
 
 
 @import_group.command("sqb-annotation")

@@ -35,6 +35,11 @@ from backtest.submit.gates import CLARITY_MODES, DEDUP_MODES, FreezeSettings
 )
 @click.option("--max-question-chars", type=click.IntRange(1), default=600, show_default=True)
 @click.option("--strict", is_flag=True, help="A gate that could not run (skipped) refuses the freeze too.")
+@click.option(
+    "--new-version",
+    is_flag=True,
+    help="Seal a new version even when an identical frozen set exists (default: report and reuse that set).",
+)
 @json_option
 @click.pass_context
 def freeze(
@@ -48,14 +53,18 @@ def freeze(
     clarity,
     max_question_chars,
     strict,
+    new_version,
     as_json,
 ):
     """Run every gate on SUBMISSION_DIR and seal it into frozen/<instance>/<system>/v<N>/.
 
-    Exit 1 names the question and id of each failed gate; exit 2 means malformed
-    input. In both cases nothing is written under frozen/.
+    When an intact frozen set of the same system and instance holds byte-identical
+    questions.jsonl and metadata.json, frozen under the same gate settings, it is
+    reported and reused: nothing is written (no new version, no ledger line) unless
+    --new-version. Exit 1 names the question and id of each failed gate; exit 2 means
+    malformed input. In both cases nothing is written under frozen/.
     """
-    from backtest.submit.freeze import FROZEN_FILE, freeze_submission
+    from backtest.submit.freeze import FROZEN_FILE, freeze_once, freeze_submission
 
     ws = workspace(ctx)
     settings = FreezeSettings(
@@ -67,15 +76,25 @@ def freeze(
         max_question_chars=max_question_chars,
         strict=strict,
     )
-    path = freeze_submission(submission_dir, instance_id, ws, settings=settings)
+    if new_version:
+        path, reused = freeze_submission(submission_dir, instance_id, ws, settings=settings), False
+    else:
+        path, reused = freeze_once(submission_dir, instance_id, ws, settings=settings)
     frozen = json.loads((path / FROZEN_FILE).read_text(encoding="utf-8"))
     if as_json:
-        echo_json({"path": str(path), **frozen})
+        echo_json({"path": str(path), "reused": reused, **frozen})
         return
-    click.echo(
-        f"frozen {frozen['system']} v{frozen['version']} for {frozen['instance_id']}: "
-        f"{frozen['n_questions']} questions, seal {frozen['seal']}"
-    )
+    if reused:
+        click.echo(
+            f"reused frozen {frozen['system']} v{frozen['version']} for {frozen['instance_id']}: identical "
+            f"questions.jsonl and metadata.json, same gate settings (frozen {frozen['frozen_at']}); nothing written "
+            "(--new-version seals a new version)"
+        )
+    else:
+        click.echo(
+            f"frozen {frozen['system']} v{frozen['version']} for {frozen['instance_id']}: "
+            f"{frozen['n_questions']} questions, seal {frozen['seal']}"
+        )
     click.echo(f"folder: {path}")
     for gate in frozen["gates"]:
         click.echo(f"  {gate['status']:7} {gate['name']}: {gate['reason']}")

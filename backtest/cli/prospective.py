@@ -181,10 +181,18 @@ def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
 
 
 @click.command("stress")
-@click.argument("generators", nargs=-1, required=True)
-@click.option("--cutoffs", required=True, help="Comma-separated cutoff dates, each a full instance.")
+@click.argument("generators", nargs=-1, metavar="GENERATOR...|RUN_DIR...")
+@click.option(
+    "--from-runs",
+    is_flag=True,
+    help="The arguments are scored run folders (e.g. an imported release's results/sqb-stress-c*/*/sqb-release): "
+    "tabulate them, a row per run at its instance's cutoff; nothing is built, frozen or scored.",
+)
+@click.option("--cutoffs", help="Comma-separated cutoff dates, each a full instance (required unless --from-runs).")
 @click.option("--source", default="arxiv-archive", show_default=True)
-@click.option("--input", "inputs", multiple=True, required=True, help="Source input path(s); repeatable.")
+@click.option(
+    "--input", "inputs", multiple=True, help="Source input path(s); repeatable (required unless --from-runs)."
+)
 @click.option("--categories", multiple=True, help="Comma-separated or repeated categories.")
 @click.option("--query", help="'|'-separated phrases a record must contain.")
 @click.option(
@@ -217,6 +225,7 @@ def grade_cmd(ctx, folder, as_of, provisional, inputs, as_json):
 def stress_cmd(
     ctx,
     generators,
+    from_runs,
     cutoffs,
     source,
     inputs,
@@ -233,11 +242,32 @@ def stress_cmd(
     out,
     as_json,
 ):
-    """Run the same generators at several cutoffs (each a full instance), freeze, score, and tabulate the rates."""
+    """Run the same generators at several cutoffs (each a full instance), freeze, score, and tabulate the rates.
+
+    With --from-runs, tabulate existing scored runs instead (RUN_DIR...), such as the
+    release's stress test imported by `backtest import sqb`.
+    """
     from backtest.studies.prospective.commit import parse_dates
-    from backtest.studies.stress import StressOptions, run_stress
+    from backtest.studies.stress import StressOptions, run_stress, stress_from_runs
 
     ws = workspace(ctx)
+    if from_runs:
+        build = {
+            "--cutoffs": cutoffs,
+            "--input": inputs,
+            "--categories": categories,
+            "--query": query,
+            "--judge": judge_config,
+        }
+        given = [name for name, value in build.items() if value]
+        if given:
+            raise BadInput(f"{given[0]} does not apply with --from-runs (the runs are tabulated as they are)")
+        _show_stress(stress_from_runs(list(generators), ws, stress_id=stress_id, out=out), as_json)
+        return
+    if not generators:
+        raise BadInput("name at least one generator (or pass --from-runs with run folders)")
+    if not cutoffs:
+        raise BadInput("--cutoffs: at least one cutoff date is needed")
     if not inputs:
         raise BadInput("--input: at least one source input is needed")
     opts = StressOptions(
@@ -256,7 +286,10 @@ def stress_cmd(
         stress_id=stress_id,
         out=out,
     )
-    table = run_stress(opts, ws)
+    _show_stress(run_stress(opts, ws), as_json)
+
+
+def _show_stress(table: dict, as_json: bool) -> None:
     if as_json:
         echo_json(table)
         return

@@ -4,7 +4,10 @@
 
 * ``manifests/instances/<instance>.json`` — one sealed :class:`~backtest.core.records.Instance`
   per release instance (``sqb-astronomy-v1L``, ``sqb-astronomy-v1``,
-  ``sqb-prospective-2026``). The corpus "seals" there are sha256 digests of the
+  ``sqb-prospective-2026``, and ``sqb-stress-c<YYYY>`` per stress-test cutoff), each with
+  the sets the release holds for it, discovered from its files
+  (:mod:`backtest.interop.sqb_layout`; a file no rule knows is reported, never silently
+  skipped). The corpus "seals" there are sha256 digests of the
   release's manifest *files*: the ADS corpora themselves are not redistributed, so no
   record-level seal can be computed.
 * ``frozen/<instance>/<system>/v1/`` — ``questions.jsonl`` copied byte for byte (so the
@@ -34,11 +37,10 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from backtest.core.errors import BadInput
+from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json, write_json, write_jsonl
 from backtest.core.records import (
     ENGAGED_OUTCOMES,
@@ -56,10 +58,10 @@ from backtest.core.records import (
 from backtest.core.seal import sha256_bytes, sha256_file, with_seal
 from backtest.core.sums import verify_sums
 from backtest.core.workspace import Workspace
+from backtest.interop.sqb_layout import PROSPECTIVE, InstanceSpec, SetSpec, discover_release
 from backtest.scoring.metrics import compute_metrics
 from backtest.submit.ledger import append_entry, find_entry, read_ledger
 
-RUN_ID = "sqb-release"
 NO_TEXT_NOTE = (
     "the reference release does not redistribute the ADS corpus: retrieval records carry ids, "
     "ranks and scores only, no title or abstract text"
@@ -68,127 +70,50 @@ EVIDENCE_SKIP = (
     "the release's past corpus (NASA ADS records) is not held here, so membership and dating of "
     "source_evidence_ids cannot be checked"
 )
+NO_RETRIEVAL = "the release ships no retrieval file for this set: the documents shown to its judge are not known"
 # decode.json names the v1 pilot system "evidence_graph"; its frozen set is evidence_graph_v1.
 ANNOTATION_SYSTEM_ALIASES = {"evidence_graph": "evidence_graph_v1"}
-
-
-@dataclass(frozen=True)
-class InstanceSpec:
-    """One release instance: cutoff, the release manifests, and the corpus windows."""
-
-    instance_id: str
-    cutoff: str
-    past_manifest: str
-    future_manifest: str
-    past_window: tuple[str, str]
-    future_window: tuple[str, str] | None
-
-
-@dataclass(frozen=True)
-class SetSpec:
-    """One frozen question set in the release, with its labels when it has any."""
-
-    instance_id: str
-    system: str
-    questions: str
-    metadata: str | None = None
-    labels: str | None = None
-    retrieval: str | None = None
-    release_metrics: str | None = None
-    adjudication: str | None = None
-    run_id: str = RUN_ID
-    provenance: str = "judge"
-    sums: str | None = None
-
-
-INSTANCES = [
-    InstanceSpec(
-        "sqb-astronomy-v1L",
-        "2020-12-31",
-        "data/corpus_metadata/corpus_a_large_manifest.json",
-        "data/corpus_metadata/corpus_b_large_manifest.json",
-        ("2015-01-01", "2020-12-31"),
-        ("2021-01-01", "2026-07-01"),
-    ),
-    InstanceSpec(
-        "sqb-astronomy-v1",
-        "2020-12-31",
-        "data/corpus_metadata/corpus_a_manifest.json",
-        "data/corpus_metadata/corpus_b_manifest.json",
-        ("2015-01-01", "2020-12-31"),
-        ("2021-01-01", "2026-07-01"),
-    ),
-    InstanceSpec(
-        "sqb-prospective-2026",
-        "2026-08-17",
-        "data/corpus_metadata/prospective_2026_past_manifest.json",
-        "data/corpus_metadata/prospective_2026_future_manifest.json",
-        ("2015-01-01", "2026-08-17"),
-        None,
-    ),
-]
-
-SETS = [
-    *(
-        SetSpec(
-            "sqb-astronomy-v1L",
-            name,
-            f"submissions/{name}_L1/questions.jsonl",
-            labels=f"data/annotations/outcomes_{name}_L.jsonl",
-            retrieval=f"data/retrieval/{name}_L_top8.jsonl",
-            release_metrics=f"results/{name}_L/metrics.json",
-        )
-        for name in ("random_claim", "citation_leader", "direct_llm", "review_future_work")
-    ),
-    SetSpec(
-        "sqb-astronomy-v1",
-        "evidence_graph_v1",
-        "data/questions/astronomy_questions_v1.jsonl",
-        metadata="submissions/evidence_graph_v1/metadata.json",
-        labels="data/annotations/outcomes_v1.jsonl",
-        retrieval="data/retrieval/astronomy_top8_v1.jsonl",
-        release_metrics="results/astronomy_v1/metrics.json",
-        adjudication="data/annotations/adjudication_v1.jsonl",
-        run_id="sqb-release-adjudicated",
-        provenance="adjudicated",
-    ),
-    *(
-        SetSpec(
-            "sqb-prospective-2026",
-            name,
-            f"submissions/prospective_2026/{name}/questions.jsonl",
-            sums="submissions/prospective_2026/SHA256SUMS",
-        )
-        for name in ("direct_llm", "random_claim", "tension_llm", "tension_template")
-    ),
-]
 
 
 # --------------------------------------------------------------------------- entry points
 
 
-def import_sqb(release_dir: str | Path, out_dir: str | Path, annotation: bool = True) -> dict[str, Any]:
-    """Import the whole release under ``out_dir``; return a summary of what was written."""
+def import_sqb(
+    release_dir: str | Path, out_dir: str | Path, annotation: bool = True, strict: bool = False
+) -> dict[str, Any]:
+    """Import the whole release under ``out_dir``; return a summary of what was written and what was not.
+
+    Instances and sets are discovered from the files present
+    (:func:`backtest.interop.sqb_layout.discover_release`). The summary's ``skipped`` and
+    ``unexpected`` list every release file not imported, with the reason; with ``strict``
+    an unexpected file refuses the import (CheckFailed) before anything is written.
+    """
     release = _release_root(release_dir)
+    plan = discover_release(release, annotation=annotation)
+    if strict and plan.unexpected:
+        lines = [f"{u['path']}: {u['reason']}" for u in plan.unexpected]
+        raise CheckFailed(f"{len(lines)} unexpected file(s) in the release (--strict); first: {lines[0]}", lines)
     ws = Workspace(Path(out_dir).resolve())
     summary: dict[str, Any] = {"out": str(ws.root), "instances": [], "frozen": [], "runs": []}
     instances: dict[str, Instance] = {}
-    for spec in INSTANCES:
+    for spec in plan.instances:
         instances[spec.instance_id] = _write_instance(release, ws, spec)
         summary["instances"].append(spec.instance_id)
-    for set_spec in SETS:
-        if not (release / set_spec.questions).is_file():
-            raise BadInput(f"{release / set_spec.questions}: missing from the release")
+    notes = []
+    for set_spec in plan.sets:
         instance = instances[set_spec.instance_id]
         frozen_dir, frozen, questions = _write_frozen(release, ws, set_spec, instance)
         summary["frozen"].append(str(frozen_dir.relative_to(ws.root)))
         if set_spec.labels:
             run_dir = _write_run(release, ws, set_spec, instance, frozen_dir, frozen, questions)
             summary["runs"].append(str(run_dir.relative_to(ws.root)))
-    if annotation and (release / "annotation" / "decode.json").is_file():
+        elif set_spec.instance_id != PROSPECTIVE:  # prospective sets are unlabelled by construction
+            notes.append(f"{frozen_dir.relative_to(ws.root)}: the release has no labels for it, so no run")
+    if plan.annotation:
         summary["labels"] = [
             str(p.relative_to(ws.root)) for p in import_annotation(release, ws.root / "labels" / "sqb-annotation")
         ]
+    summary.update(skipped=plan.skipped, unexpected=plan.unexpected, not_scanned=plan.not_scanned, notes=notes)
     return summary
 
 
@@ -483,7 +408,7 @@ def _write_run(
     order = [q.question_id for q in questions]
     judged = [judgments[q] for q in order if q in judgments]
     retrieved = [retrievals[q] for q in order if q in retrievals]
-    checks = _checks(instance, questions, judgments, retrievals, frozen)
+    checks = _checks(instance, questions, judgments, retrievals if spec.retrieval else None, frozen)
     valid = not any(c["status"] == "failed" for c in checks)
 
     folder = ws.results / spec.instance_id / spec.system / spec.run_id
@@ -520,7 +445,7 @@ def _write_run(
             "k": first.k if first else None,
             "corpus_id": first.corpus_id if first else None,
             "text_available": False,
-            "note": NO_TEXT_NOTE,
+            "note": NO_TEXT_NOTE if spec.retrieval else NO_RETRIEVAL,
         },
         "judge": {
             "name": "sqb-release-llm",
@@ -548,10 +473,13 @@ def _checks(
     instance: Instance,
     questions: list[Question],
     judgments: dict[str, Judgment],
-    retrievals: dict[str, Retrieval],
+    retrievals: dict[str, Retrieval] | None,
     frozen: FrozenSet,
 ) -> list[dict[str, Any]]:
-    """The leakage checks that the release's data allow; the rest are skipped with a reason."""
+    """The leakage checks that the release's data allow; the rest are skipped with a reason.
+
+    ``retrievals`` is None when the release ships no retrieval file for the set: the
+    citation check is then skipped and ids are aligned between questions and labels only."""
     cutoff = instance.cutoff
     ids = [q.question_id for q in questions]
     checks = []
@@ -594,15 +522,19 @@ def _checks(
         "",
         skipped="the future corpus (ADS) is not held: retrieved documents' dates cannot be checked by day",
     )
-    shown = {q: {d.id for d in r.documents} for q, r in retrievals.items()}
+    shown = {q: {d.id for d in r.documents} for q, r in (retrievals or {}).items()}
     uncited = [q for q, j in judgments.items() if not set(j.supporting_ids) <= shown.get(q, set())]
     add(
         "citations_shown",
         uncited,
         "every cited id is among that question's retrieved documents",
         "judge cited documents outside the retrieved list",
+        skipped=None if retrievals is not None else NO_RETRIEVAL,
     )
-    align = sorted((set(ids) ^ set(judgments)) | (set(ids) ^ set(retrievals)))
+    unaligned = set(ids) ^ set(judgments)
+    if retrievals is not None:
+        unaligned |= set(ids) ^ set(retrievals)
+    align = sorted(unaligned)
     add(
         "ids_aligned",
         align if len(set(ids)) == len(ids) else align + ["duplicate question ids"],

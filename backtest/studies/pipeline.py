@@ -1,8 +1,9 @@
 """The one freeze-and-score pipeline every study goes through (baselines, stress, prospective grading).
 
-* **Freeze or reuse** (:func:`freeze_or_reuse`): a submission whose questions are byte-identical to an
-  intact frozen set of the same system on the same instance reuses it (no new version, no ledger
-  line); anything else runs every gate and is sealed.
+* **Freeze or reuse** (:func:`freeze_or_reuse`, the rule of ``backtest freeze`` too): a submission whose
+  ``questions.jsonl`` and ``metadata.json`` are byte-identical to those of an intact frozen set of the
+  same system on the same instance, sealed under the same gate settings, reuses it (no new version, no
+  ledger line); anything else runs every gate and is sealed.
 * **Score** (:func:`score`): the frozen set with its instance's retriever and judge.
 * **Rates** (:func:`rates_of_run`): always read from the run's ``metrics.json``, so a table built here
   says exactly what ``backtest score`` printed.

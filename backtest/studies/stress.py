@@ -10,9 +10,14 @@ answered, premise refuted — carry exact Clopper–Pearson 95% intervals
 (:func:`backtest.core.stats.proportion`). Output: ``STRESS.md`` and ``STRESS.json``.
 
 Corpora are named ``<id>-<YYYYMMDD>-past|future`` and instances ``<id>-<YYYYMMDD>``;
-an intact earlier build with the same settings is reused, and a frozen set whose
-questions are byte-identical to the new submission is reused instead of frozen again,
-so a rerun adds nothing to the ledger.
+an intact earlier build with the same settings is reused, and a frozen set sealed from
+byte-identical questions and metadata (:func:`backtest.submit.freeze.freeze_once`) is
+reused instead of frozen again, so a rerun adds nothing to the ledger.
+
+:func:`stress_from_runs` builds the same table from runs that already exist — the
+reference release's stress test as ``backtest import sqb`` writes it (one instance
+``sqb-stress-c<YYYY>`` per cutoff), or any scored runs: a row per run, its cutoff and
+windows read from its instance, nothing generated, frozen or scored.
 """
 
 from __future__ import annotations
@@ -25,16 +30,22 @@ from typing import Any
 
 from backtest.core.errors import BacktestError, BadInput
 from backtest.core.fileio import atomic_write_text
-from backtest.core.records import RetrievalSettings, check_safe_name, read_output, write_output
+from backtest.core.records import Instance, RetrievalSettings, check_safe_name, read_output, write_output
 from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_or_reuse, load_manifest
-from backtest.corpus.instance import create_instance
+from backtest.corpus.instance import create_instance, load_instance
 from backtest.scoring.metrics import format_rate
 from backtest.scoring.outputs import Run
 from backtest.studies.outputs import Stress
 from backtest.studies.pipeline import freeze_or_reuse, rates_of_run, score
 
 RATE_KEYS = ("coverage", "answered", "refuted")
+INTERVAL = "exact Clopper-Pearson 95% (backtest.core.stats.proportion)"
+RATES = {
+    "coverage": "engaged outcomes (metrics.json coverage)",
+    "answered": "outcome answered",
+    "refuted": "premise_status refuted",
+}
 
 
 @dataclass
@@ -188,40 +199,140 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
         "seed": opts.seed,
         "retrieval": opts.retrieval.model_dump(mode="json"),
         "judge": opts.judge_config or "offline",
-        "interval": "exact Clopper-Pearson 95% (backtest.core.stats.proportion)",
-        "rates": {
-            "coverage": "engaged outcomes (metrics.json coverage)",
-            "answered": "outcome answered",
-            "refuted": "premise_status refuted",
-        },
+        "interval": INTERVAL,
+        "rates": RATES,
         "rows": rows,
     }
+    return _write_table(table, out)
+
+
+def _write_table(table: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Write ``STRESS.md`` and ``STRESS.json`` (checked against :class:`Stress`) into ``out``; return the table."""
     md_path, json_path = out / "STRESS.md", out / "STRESS.json"
-    atomic_write_text(md_path, render_markdown(table))
     write_output(json_path, Stress, table)
+    atomic_write_text(md_path, render_markdown(table))
     table["markdown_path"], table["json_path"] = str(md_path), str(json_path)
     return table
+
+
+def _instance_of(run_dir: Path, instance_id: str, ws: Workspace) -> Instance:
+    """The run's instance: from ``ws``, else from the workspace the run folder sits in."""
+    try:
+        return load_instance(instance_id, ws)
+    except BadInput:
+        own = run_dir.resolve().parents[3] if len(run_dir.resolve().parents) > 3 else None
+        if own is None or own == ws.root.resolve():
+            raise
+        return load_instance(instance_id, Workspace(own))
+
+
+def _n_records(corpus_id: str, ws: Workspace) -> int | None:
+    try:
+        return load_manifest(corpus_id, ws).n_records
+    except BacktestError:  # an imported instance names corpora that are not held here
+        return None
+
+
+def _years(window: list[str]) -> float:
+    start, end = (dt.date.fromisoformat(d) for d in window)
+    return round(((end - start).days + 1) / 365.25, 2)
+
+
+def stress_from_runs(
+    run_dirs: list[str | Path], ws: Workspace, stress_id: str = "stress", out: Path | None = None
+) -> dict[str, Any]:
+    """The stress table of existing scored runs (a row per run; module docstring); written like :func:`run_stress`.
+
+    Runs of one system at one instance twice are refused (the row would be ambiguous). The table-level
+    ``years_before``/``years_after`` are the longest windows and ``n`` the largest set (each row has its own);
+    ``seed`` does not apply (0)."""
+    check_safe_name(stress_id, "stress id")
+    if not run_dirs:
+        raise BadInput("--from-runs: name at least one run folder (results/<instance>/<system>/<run_id>)")
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], str] = {}
+    judges, retrievers = set(), set()
+    for run_dir in map(Path, run_dirs):
+        if not (run_dir / "RUN.json").is_file():
+            raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
+        run = read_output(Run, run_dir / "RUN.json")
+        key = (run["system"], run["instance_id"])
+        if key in seen:
+            raise BadInput(f"{run_dir}: a second run of {key[0]} on {key[1]} (first: {seen[key]})")
+        seen[key] = str(run_dir)
+        instance = _instance_of(run_dir, run["instance_id"], ws)
+        judge = run.get("judge") or {}
+        judges.add(str(judge.get("name") or "unknown judge"))
+        retriever = run.get("retriever") or {}
+        retrievers.add(" ".join(str(retriever[k]) for k in ("method", "model") if retriever.get(k)) or "none recorded")
+        future = instance.future
+        rows.append(
+            {
+                "generator": run["system"],
+                "cutoff": instance.cutoff.isoformat(),
+                "instance_id": instance.instance_id,
+                "past_window": [instance.past.window.start.isoformat(), instance.past.window.end.isoformat()],
+                "future_window": [future.window.start.isoformat(), future.window.end.isoformat()] if future else None,
+                "n_past": _n_records(instance.past.corpus_id, ws),
+                "n_future": _n_records(future.corpus_id, ws) if future else None,
+                "status": "scored",
+                "frozen": run["frozen_path"],
+                "run": str(run_dir),
+                "valid": run.get("valid"),
+                **rates_of_run(run_dir),
+            }
+        )
+    table = {
+        "schema_version": "1",
+        "kind": "stress",
+        "stress_id": stress_id,
+        "source": {"kind": "runs", "inputs": [str(d) for d in run_dirs], "categories": [], "query": None},
+        "years_before": max(_years(r["past_window"]) for r in rows),
+        "years_after": max((_years(r["future_window"]) for r in rows if r["future_window"]), default=0.0),
+        "n": max(r["n"] for r in rows),
+        "seed": 0,
+        "retrieval": {"method": ", ".join(sorted(retrievers))},
+        "judge": ", ".join(sorted(judges)),
+        "interval": INTERVAL,
+        "rates": RATES,
+        "rows": rows,
+    }
+    return _write_table(table, Path(out) if out else ws.results / "stress" / stress_id)
 
 
 def render_markdown(table: dict[str, Any]) -> str:
     """One Markdown table: a row per generator per cutoff, rates with their 95% intervals."""
     src = table["source"]
+    if src["kind"] == "runs":
+        setting = (
+            f"Rows from {len(table['rows'])} existing scored runs (`backtest stress --from-runs`); each row's cutoff "
+            f"and windows are its instance's; retriever {table['retrieval']['method']}, judge {table['judge']}."
+        )
+        corpora = "past / future window"
+    else:
+        setting = (
+            f"Source `{src['kind']}` {', '.join(src['categories']) or 'all categories'}"
+            + (f", query `{src['query']}`" if src.get("query") else "")
+            + f"; past {table['years_before']:g} y before each cutoff, future {table['years_after']:g} y after; "
+            f"n = {table['n']} per generator, seed {table['seed']}; "
+            f"retriever {table['retrieval']['method']}, judge {table['judge']}."
+        )
+        corpora = "past / future papers"
     lines = [
         f"# Temporal stress test `{table['stress_id']}`",
         "",
-        f"Source `{src['kind']}` {', '.join(src['categories']) or 'all categories'}"
-        + (f", query `{src['query']}`" if src.get("query") else "")
-        + f"; past {table['years_before']:g} y before each cutoff, future {table['years_after']:g} y after; "
-        f"n = {table['n']} per generator, seed {table['seed']}; "
-        f"retriever {table['retrieval']['method']}, judge {table['judge']}.",
+        setting,
         f"Rates over all frozen questions with {table['interval']} intervals (k/n); "
         "valid: the run passed the mechanical leakage checks.",
         "",
-        "| generator | cutoff | past / future papers | n | coverage | answered | premise refuted | valid |",
+        f"| generator | cutoff | {corpora} | n | coverage | answered | premise refuted | valid |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in sorted(table["rows"], key=lambda r: (r["generator"], r["cutoff"])):
         papers = f"{row['n_past']} / {row['n_future']}"
+        if row.get("n_past") is None and row.get("past_window"):
+            future = "..".join(row["future_window"]) if row.get("future_window") else "–"
+            papers = f"{'..'.join(row['past_window'])} / {future}"
         if row["status"] != "scored":
             lines.append(f"| {row['generator']} | {row['cutoff']} | {papers} | – | skipped: {row['reason']} | | | |")
             continue

@@ -7,6 +7,12 @@ copied byte for byte, ``FROZEN.json`` sealed) and appends a hash-chained line to
 nothing is ever overwritten. When a gate fails or the input is malformed, nothing
 under ``frozen/`` is created or touched.
 
+:func:`freeze_once` is the one reuse rule (``backtest freeze`` without
+``--new-version``, and every study): when an intact frozen set of the same system on
+the same instance was sealed from byte-identical ``questions.jsonl`` and
+``metadata.json`` under the same gate settings, that set is returned and nothing is
+written; otherwise it freezes as :func:`freeze_submission` does.
+
 The version folder is assembled in a hidden temp folder and renamed into place
 under the ledger lock; if the ledger append then fails, the folder is removed, so
 a frozen set exists exactly when its ledger line does.
@@ -20,7 +26,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,7 @@ from backtest.submit.gates import (
     QUESTIONS_FILE,
     FreezeSettings,
     GateContext,
+    Submission,
     blocking,
     load_submission,
     parse_metadata,
@@ -121,10 +128,42 @@ def freeze_submission(
 ) -> Path:
     """Gate and freeze a submission; return the new ``frozen/<instance>/<system>/v<N>`` folder.
 
-    Raises BadInput (malformed input, exit 2) or CheckFailed (a failed gate, exit 1)
-    with a line naming the question and id; nothing is written in either case.
+    Always seals a new version (``backtest freeze --new-version``); :func:`freeze_once`
+    reuses an identical frozen set instead. Raises BadInput (malformed input, exit 2) or
+    CheckFailed (a failed gate, exit 1) with a line naming the question and id; nothing
+    is written in either case.
     """
-    settings = settings or FreezeSettings(dedup=dedup)
+    return _freeze(submission_dir, instance_id, ws, settings or FreezeSettings(dedup=dedup), now, timings, False)[0]
+
+
+def freeze_once(
+    submission: str | Path, instance: str, ws: Workspace, dedup: str = "report", settings: FreezeSettings | None = None
+) -> tuple[Path, bool]:
+    """Freeze a submission folder on an instance (by id) unless an identical frozen set exists; ``(folder, reused)``.
+
+    Identical (:func:`find_frozen_copy`): an intact set of the same system on the same
+    instance, sealed from byte-identical ``questions.jsonl`` and ``metadata.json`` under
+    the same gate settings. A reused set is returned as it is: no gate runs, nothing is
+    written, no ledger line. Malformed input is refused exactly as by a freeze.
+    """
+    return _freeze(submission, instance, ws, settings or FreezeSettings(dedup=dedup), None, None, True)
+
+
+def _freeze(
+    submission_dir: str | Path,
+    instance_id: str,
+    ws: Workspace,
+    settings: FreezeSettings,
+    now: dt.datetime | None,
+    timings: dict[str, dict[str, float]] | None,
+    reuse: bool,
+) -> tuple[Path, bool]:
+    if reuse:  # before the gates: a rerun of identical content costs no gate (and no embedding)
+        settings.check()
+        instance = load_instance(instance_id, ws)
+        existing = find_frozen_copy(ws, instance.instance_id, load_submission(submission_dir), settings)
+        if existing is not None:
+            return existing, True
     ctx, results = check_gates(submission_dir, instance_id, ws, settings, now, timings)
     refused = blocking(results, strict=settings.strict)
     if refused:
@@ -153,6 +192,10 @@ def freeze_submission(
             raise CheckFailed(
                 f"ledger {ws.ledger} is broken; refusing to freeze: {ledger_problems[0]}", ledger_problems
             )
+        if reuse:  # sealed by a concurrent freeze of the same content while the gates ran
+            existing = find_frozen_copy(ws, ctx.instance.instance_id, sub, settings)
+            if existing is not None:
+                return existing, True
         version = next_version(system_dir)
         frozen = FrozenSet(
             instance_id=ctx.instance.instance_id,
@@ -194,39 +237,34 @@ def freeze_submission(
         except BaseException:
             shutil.rmtree(final, ignore_errors=True)
             raise
-    return final
+    return final, False
 
 
-def find_frozen_copy(ws: Workspace, instance_id: str, system: str, questions_bytes: bytes) -> Path | None:
-    """An intact frozen set (seal, file hashes and ledger line check out) of ``system`` on ``instance_id``
-    holding exactly these questions, if any; the first in version order."""
-    digest = sha256_bytes(questions_bytes)
-    for folder in frozen_sets(ws):
-        if folder.parent.name == system and folder.parent.parent.name == instance_id:
-            q = folder / QUESTIONS_FILE
-            if q.is_file() and sha256_bytes(q.read_bytes()) == digest and is_frozen_and_intact(folder, ws)[0]:
-                return folder
+def find_frozen_copy(ws: Workspace, instance_id: str, submission: Submission, settings: FreezeSettings) -> Path | None:
+    """The intact frozen set (seal, file hashes and ledger line check out) of the submission's system on
+    ``instance_id`` sealed from exactly this submission's bytes (``questions.jsonl`` and ``metadata.json``)
+    under the same gate settings, if any; the first in version order."""
+    system = submission.metadata.system_name
+    wanted = {
+        "questions_sha256": sha256_bytes(submission.questions_bytes),
+        "metadata_sha256": sha256_bytes(submission.metadata_bytes),
+    }
+    gate_settings = asdict(settings)
+    for folder in sorted(frozen_sets(ws), key=lambda p: (str(p.parent), int(p.name[1:]))):
+        if folder.parent.name != system or folder.parent.parent.name != instance_id:
+            continue
+        try:
+            frozen = _read_frozen_record(folder)[1]
+        except BadInput:
+            continue
+        source = frozen.settings.get("submission")
+        if not isinstance(source, dict) or {k: source.get(k) for k in wanted} != wanted:
+            continue
+        if {f.name: frozen.settings.get(f.name) for f in fields(FreezeSettings)} != gate_settings:
+            continue
+        if is_frozen_and_intact(folder, ws)[0]:
+            return folder
     return None
-
-
-def freeze_once(
-    submission_dir: str | Path, instance_id: str, ws: Workspace, dedup: str = "report"
-) -> tuple[Path, bool]:
-    """Freeze a submission unless an identical frozen set of its system exists; ``(folder, reused)``.
-
-    For reruns of deterministic pipelines (the demo, ``backtest baselines``): the same
-    questions are not sealed again as a new version. The gates run only on a new freeze.
-    """
-    folder = Path(submission_dir)
-    try:
-        system = SubmissionMetadata.model_validate_json((folder / METADATA_FILE).read_bytes()).system_name
-        questions = (folder / QUESTIONS_FILE).read_bytes()
-    except (OSError, ValueError):
-        return freeze_submission(folder, instance_id, ws, dedup=dedup), False  # the gates name what is wrong
-    existing = find_frozen_copy(ws, instance_id, system, questions)
-    if existing is not None:
-        return existing, True
-    return freeze_submission(folder, instance_id, ws, dedup=dedup), False
 
 
 # --------------------------------------------------------------------------- loading and verifying
