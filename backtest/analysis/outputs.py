@@ -52,8 +52,8 @@ class ValidationReport(Output):
     evaluation: str
     items: dict[str, Any]
     labels: dict[str, Any]
-    seed: int
-    n_boot: int
+    seed: int  # the bootstrap's and the cross-validation folds' seed
+    n_boot: int | None = None  # bootstrap replicates of the kappa intervals; None for pairs (Clopper–Pearson)
 
 
 class ItemSource(BaseModel):

@@ -299,6 +299,8 @@ def validate_pairs(
         "kind": "pairwise-judge-validation",
         "judge": info,
         "evaluation": evaluation,
+        "seed": seed,
+        "n_boot": None,
         "items": {
             "path": str(pairs_path),
             "sha256": sha256_file(pairs_path),
