@@ -84,6 +84,32 @@ def test_document_features_are_selected_by_name():
         document_features(item.question, docs, "all-MiniLM-L6-v2", ("topic_vibes",))
 
 
+def test_candidate_features_compute_what_they_say():
+    """The study's candidates (scripts/judge_feature_study.py) on a real item, each against a direct computation;
+    asking for them leaves the default features' values unchanged (their texts are embedded in a batch of their own
+    only when asked for)."""
+    from backtest.judge.features import DOC_FEATURES, KNOWN_FEATURES, claim_text, document_features, question_text
+    from backtest.text.embed import embed_texts
+    from backtest.text.terms import specific_terms
+
+    item = read_items(OUTCOMES_SET / "items.jsonl")[0]
+    docs = item.retrieved()
+    rows, _ = document_features(item.question, docs, "all-MiniLM-L6-v2", KNOWN_FEATURES)
+    col = {name: rows[:, KNOWN_FEATURES.index(name)] for name in KNOWN_FEATURES}
+    default, _ = document_features(item.question, docs, "all-MiniLM-L6-v2", DOC_FEATURES)
+    assert np.allclose(default, np.column_stack([col[n] for n in DOC_FEATURES]), atol=1e-5)
+    claim = embed_texts([claim_text(item.question)])[0]
+    titles = embed_texts([d.title for d in docs])
+    assert np.allclose(col["title_sim"], titles @ claim, atol=1e-4)
+    bodies = embed_texts([f"{d.title}. {d.abstract}".strip() for d in docs])
+    assert np.allclose(col["question_sim"], bodies @ embed_texts([question_text(item.question)])[0], atol=1e-4)
+    sims = col["claim_sim"]
+    assert np.allclose(col["claim_sim_z"], (sims - sims.mean()) / sims.std())
+    q_terms = specific_terms(question_text(item.question))
+    expected = [len(q_terms & specific_terms(f"{d.title}. {d.abstract}")) / len(q_terms) for d in docs]
+    assert np.allclose(col["term_coverage"], expected) and 0 < max(expected) <= 1
+
+
 def test_pairwise_features_leave_out_surface_counts():
     """The pairwise judge's row of a real question: its form features by name, without the surface counts
     (named objects, share of capitals, number of cited papers); weights fitted with them are refused."""

@@ -20,12 +20,21 @@ from backtest.judge.offline import LEXICONS, _Lexicon
 from backtest.text.terms import specific_terms
 
 #: every feature this build computes, by name; a weights file lists the ones its models use, in column order.
-KNOWN_FEATURES = ("claim_sim", "bigram_coverage", "claim_sim_margin")
+KNOWN_FEATURES = (
+    "claim_sim",
+    "bigram_coverage",
+    "claim_sim_margin",
+    "claim_sim_z",
+    "question_sim",
+    "title_sim",
+    "term_coverage",
+)
 #: the features of the packaged default weights (``weights/offline-v2.json``), and of ``judge fit`` unless told
 #: otherwise. Chosen on the labelled development set (judges/validation/README.md) by cross-validated agreement,
 #: from a wider set that also held sentence-level similarity, shared-term counts, objects, numbers, cue counts
 #: and the question's form. ``claim_sim_margin`` raised the development set's cross-validated kappa (0.54 to 0.60,
-#: mean of three fold seeds) but not the held-out set's (0.26 to 0.27), so the default stays without it.
+#: mean of three fold seeds) but not the held-out set's (0.26 to 0.27), so the default stays without it. The other
+#: candidates were measured the same way (``scripts/judge_feature_study.py``; judges/validation/feature-study.md).
 DOC_FEATURES = ("claim_sim", "bigram_coverage")
 _LEXICON: _Lexicon | None = None
 
@@ -74,7 +83,11 @@ def document_features(
     ``claim_sim_margin``: the document's ``claim_sim`` minus the second-highest among the
     documents shown — documents retrieved for a question all share its topic, so a document
     that engages its claim stands out from the rest (the best one leads by this margin, the
-    others are at or below zero).
+    others are at or below zero); ``claim_sim_z``: the same standing as a z-score among the
+    documents shown; ``question_sim``: cosine between the document and the question with its
+    premise (:func:`question_text`); ``title_sim``: cosine between the document's title alone
+    and the claim (a title states what a paper is about); ``term_coverage``: the share of the
+    question's specific terms the document uses.
     Each text is embedded in a batch of its own question's texts, so a question's features
     depend on that question alone (a resumed run gets the same numbers).
     """
@@ -88,26 +101,43 @@ def document_features(
     if n == 0:
         return np.zeros((0, len(names))), []
     doc_texts = [f"{d.title}. {d.abstract}".strip() for d in documents]
-    vectors = embed_texts([claim_text(question)] + doc_texts, model=model)
-    sims = vectors[1:] @ vectors[0]
-    second = float(np.sort(sims)[-2]) if n > 1 else float(sims[0])
     qtext = question_text(question)
+    # the batch holds only what ``names`` need, so the default features' vectors never depend on the others
+    want_q, want_title = "question_sim" in names, "title_sim" in names
+    texts = (
+        [claim_text(question)]
+        + doc_texts
+        + ([qtext] if want_q else [])
+        + ([d.title for d in documents] if want_title else [])
+    )
+    vectors = embed_texts(texts, model=model)
+    docs_v = vectors[1 : n + 1]
+    sims = docs_v @ vectors[0]
+    q_sims = docs_v @ vectors[n + 1] if want_q else np.zeros(n)
+    title_sims = vectors[len(texts) - n :] @ vectors[0] if want_title else np.zeros(n)
+    second = float(np.sort(sims)[-2]) if n > 1 else float(sims[0])
+    spread = float(sims.std()) or 1.0
     q_bigrams = bigrams(qtext)
     q_terms = specific_terms(qtext)
     q_objects = set(find_objects(qtext))
     lex = _lexicon()
     rows, notes = [], []
     for i, doc in enumerate(documents):
+        doc_terms = specific_terms(doc_texts[i])
         values = {
             "claim_sim": float(sims[i]),
             "claim_sim_margin": float(sims[i]) - second,
+            "claim_sim_z": (float(sims[i]) - float(sims.mean())) / spread,
+            "question_sim": float(q_sims[i]),
+            "title_sim": float(title_sims[i]),
             "bigram_coverage": len(q_bigrams & bigrams(doc_texts[i])) / max(1, len(q_bigrams)),
+            "term_coverage": len(q_terms & doc_terms) / max(1, len(q_terms)),
         }
         rows.append([values[name] for name in names])
         notes.append(
             {
                 "id": doc.id,
-                "shared": sorted(q_terms & specific_terms(doc_texts[i])),
+                "shared": sorted(q_terms & doc_terms),
                 "objects": sorted(q_objects & set(find_objects(doc_texts[i]))),
                 "cues": {name: lex.find(name, doc.abstract) for name in LEXICONS},
             }

@@ -249,6 +249,16 @@ class FittedJudge:
     ) -> list[Judgment]:
         """Judgments of ``items``, each by a judge refitted without the fold it is in (``truth``: item id → Label)."""
         rows = [(it, *document_features(it.question, it.retrieved(), self.model, self.features)) for it in items]
+        return self.cross_validate_rows(rows, truth, folds=folds, seed=seed)
+
+    def cross_validate_rows(
+        self,
+        rows: Sequence[tuple[Any, np.ndarray, list[dict[str, Any]]]],
+        truth: dict[str, Any],
+        folds: int = 5,
+        seed: int = 0,
+    ) -> list[Judgment]:
+        """:meth:`cross_validate` from (item, this judge's document features, notes) rows already computed."""
         labelled = [k for k, (it, _, _) in enumerate(rows) if it.item_id in truth]
         fold_of = _folds([truth[rows[k][0].item_id] for k in labelled], folds, seed)
         out: dict[int, Judgment] = {}
