@@ -34,6 +34,7 @@ from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, iter_jsonl
 from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
+from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import compute_metrics
 from backtest.scoring.outputs import Metrics, Run
 
@@ -68,13 +69,6 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     return {"path": str(folder), "run": run, "metrics": metrics}
 
 
-def _workspace_of(run_dir: str | Path):
-    """The workspace a run folder (``ROOT/results/<instance>/<system>/<run>``) belongs to."""
-    from backtest.core.workspace import Workspace
-
-    return Workspace(Path(run_dir).resolve().parents[3])
-
-
 def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=None) -> dict[str, Any]:
     """Compare the runs in ``run_dirs`` (module docstring); refuses invalid runs unless allowed.
 
@@ -103,7 +97,7 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
             "path": r["path"],
             "valid": not (r["run"].get("valid") is False or m.get("valid") is False),
             "judge": r["run"].get("judge"),
-            "judge_validity": run_validity(ws or _workspace_of(r["path"]), r["run"].get("judge") or {})["line"],
+            "judge_validity": run_validity(ws or Workspace.of_run(r["path"]), r["run"].get("judge") or {})["line"],
             "n_questions": m["n_questions"],
         }
         for key, _ in PROPORTION_ROWS:

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from backtest.core.errors import BadInput
 from backtest.core.records import check_safe_name
 
 
@@ -24,6 +25,14 @@ class Workspace:
         """The workspace at ``root``, else ``$BACKTEST_HOME``, else the current directory."""
         chosen = root or os.environ.get("BACKTEST_HOME") or os.getcwd()
         return cls(Path(chosen).resolve())
+
+    @classmethod
+    def of_run(cls, run_dir: str | os.PathLike[str]) -> "Workspace":
+        """The workspace a run folder (``ROOT/results/<instance>/<system>/<run>``) belongs to."""
+        parents = Path(run_dir).resolve().parents
+        if len(parents) < 4:
+            raise BadInput(f"{run_dir}: not a run folder inside a workspace (ROOT/results/<instance>/<system>/<run>)")
+        return cls(parents[3])
 
     @property
     def corpora(self) -> Path:
@@ -69,7 +78,6 @@ class Workspace:
         """``path`` unless it lies in frozen/ or manifests/, is corpora/ itself, or lies in a built corpus
         (``corpora/<id>/`` with a manifest or records): those only their own commands write (freeze, corpus
         build, instance create). BadInput naming the folder otherwise."""
-        from backtest.core.errors import BadInput
 
         resolved = Path(path).resolve()
 

@@ -219,11 +219,14 @@ def _instance_of(run_dir: Path, instance_id: str, ws: Workspace) -> Instance:
     """The run's instance: from ``ws``, else from the workspace the run folder sits in."""
     try:
         return load_instance(instance_id, ws)
-    except BadInput:
-        own = run_dir.resolve().parents[3] if len(run_dir.resolve().parents) > 3 else None
-        if own is None or own == ws.root.resolve():
+    except BadInput as missing:
+        try:
+            own = Workspace.of_run(run_dir)
+        except BadInput:
+            raise missing from None
+        if own.root == ws.root.resolve():
             raise
-        return load_instance(instance_id, Workspace(own))
+        return load_instance(instance_id, own)
 
 
 def _n_records(corpus_id: str, ws: Workspace) -> int | None:
