@@ -252,7 +252,7 @@ def test_a_per_call_seed_reaches_the_body_and_the_cache_key():
     msgs = [{"role": "user", "content": "q"}]
     assert client.request_body(msgs)["seed"] == 0 and client.request_body(msgs, seed=7)["seed"] == 7
     keys = {client.cache_key(msgs)} | {
-        sha256_text(canonical_json(client._key_material(msgs, None, "answer", None, seed))) for seed in (7, 8)
+        sha256_text(canonical_json(client.key_material(msgs, None, "answer", None, seed))) for seed in (7, 8)
     }
     assert len(keys) == 3
     assert ChatRequest(messages=tuple(msgs), seed=5).seed == 5

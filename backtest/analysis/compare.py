@@ -99,6 +99,7 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
             "judge": r["run"].get("judge"),
             "judge_validity": run_validity(ws or Workspace.of_run(r["path"]), r["run"].get("judge") or {})["line"],
             "n_questions": m["n_questions"],
+            "cost": r["run"].get("cost"),
         }
         for key, _ in PROPORTION_ROWS:
             row[key] = m["outcomes"][key] if key in OUTCOMES else m.get(key)
@@ -142,6 +143,7 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
                 "answered_rate": r["answered_rate"]["rate"],
                 "premise_refutation_rate": r["premise_refutation_rate"]["rate"],
                 "n": r["n_questions"],
+                **_spend(r["cost"]),
             }
             for i, r in enumerate(board)
         ],
@@ -153,6 +155,25 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
             "band (uncorrected p): significant < 0.01 <= suggestive < 0.05",
         ],
     }
+
+
+def _spend(cost: dict[str, Any] | None) -> dict[str, Any]:
+    """A leaderboard row's judge tokens and cost (from RUN.json ``cost``; None where a run has none)."""
+    if not cost:
+        return {"judge_tokens": None, "cost": None, "currency": None}
+    return {
+        "judge_tokens": int(cost.get("prompt_tokens") or 0) + int(cost.get("completion_tokens") or 0),
+        "cost": cost.get("total"),
+        "currency": cost.get("currency"),
+    }
+
+
+def _spend_cell(entry: dict[str, Any]) -> str:
+    """``tokens (cost currency)`` for the leaderboard table."""
+    if entry.get("judge_tokens") is None:
+        return "–"
+    cell = str(entry["judge_tokens"])
+    return cell + (f" ({entry['cost']:.4f} {entry['currency']})" if entry.get("cost") is not None else "")
 
 
 def _pairwise_tests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -253,8 +274,8 @@ def render_markdown(comparison: dict[str, Any]) -> str:
     out += [
         "## Leaderboard",
         "",
-        "| rank | system | n | coverage | answered | premise refuted | valid |",
-        "|---|---|---|---|---|---|---|",
+        "| rank | system | n | coverage | answered | premise refuted | judge tokens (cost) | valid |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     rows = {r["label"]: r for r in comparison["systems"]}
     for entry in comparison["leaderboard"]:
@@ -262,7 +283,7 @@ def render_markdown(comparison: dict[str, Any]) -> str:
         out.append(
             f"| {entry['rank']} | {entry['label']} | {r['n_questions']} | {_pct(r['coverage'])} | "
             f"{_pct(r['answered_rate'])} | "
-            f"{_pct(r['premise_refutation_rate'])} | {'yes' if r['valid'] else '**INVALID**'} |"
+            f"{_pct(r['premise_refutation_rate'])} | {_spend_cell(entry)} | {'yes' if r['valid'] else '**INVALID**'} |"
         )
     out += ["", "## Judge validity (agreement with careful reading; rates are only as good as this)", ""]
     for line in dict.fromkeys(
@@ -345,7 +366,7 @@ def render_html(comparison: dict[str, Any]) -> str:
     rows = {r["label"]: r for r in comparison["systems"]}
     parts.append(
         "<h2>Leaderboard</h2><table><tr><th>rank</th><th>system</th><th>n</th><th>coverage</th><th>answered</th>"
-        "<th>premise refuted</th><th>valid</th></tr>"
+        "<th>premise refuted</th><th>judge tokens (cost)</th><th>valid</th></tr>"
     )
     for e in comparison["leaderboard"]:
         r = rows[e["label"]]
@@ -353,7 +374,7 @@ def render_html(comparison: dict[str, Any]) -> str:
         parts.append(
             f"<tr{cls}><td>{e['rank']}</td><td>{esc(e['label'])}</td><td>{r['n_questions']}</td><td>{esc(_pct(r['coverage']))}</td>"
             f"<td>{esc(_pct(r['answered_rate']))}</td><td>{esc(_pct(r['premise_refutation_rate']))}</td>"
-            f"<td>{'yes' if r['valid'] else 'INVALID'}</td></tr>"
+            f"<td>{esc(_spend_cell(e))}</td><td>{'yes' if r['valid'] else 'INVALID'}</td></tr>"
         )
     parts.append("</table><h2>Judge validity</h2><ul id='judge-validity'>")
     parts += [

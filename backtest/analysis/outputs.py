@@ -23,6 +23,9 @@ class LeaderboardRow(BaseModel):
     answered_rate: float | None
     premise_refutation_rate: float | None
     n: int
+    judge_tokens: int | None = None  # prompt + completion tokens of the run's labels (RUN.json cost)
+    cost: float | None = None  # what those labels cost, when the judge config has a price
+    currency: str | None = None
 
 
 class Comparison(Output):

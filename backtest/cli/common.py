@@ -70,3 +70,39 @@ retriever_option = click.option(
 def k_option(help: str | None = None) -> Callable:
     """The ``--k`` option: documents retrieved per question (1 to 100, default 8)."""
     return click.option("--k", type=click.IntRange(1, 100), default=8, show_default=True, help=help)
+
+
+def executor_options(command: Callable) -> Callable:
+    """``--executor local|ray``, ``--ray-address`` and ``--ray-cpus``; the command gets ``executor_spec``."""
+
+    command = click.option(
+        "--ray-cpus",
+        type=click.IntRange(1, None),
+        default=None,
+        help="CPUs of the local Ray cluster started when no --ray-address is given (default: all).",
+    )(command)
+    command = click.option(
+        "--ray-address",
+        default=None,
+        envvar="RAY_ADDRESS",
+        help="A running Ray cluster (`ray start --head` prints it; 'auto': the one on this machine). "
+        "Default: start a local cluster for this command.",
+    )(command)
+    return click.option(
+        "--executor",
+        "executor_name",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Where embedding and judging run: this process, or a Ray cluster (pip install -e '.[scale]'); "
+        "the outputs are byte-identical.",
+    )(command)
+
+
+def executor_spec(executor_name: str, ray_address: str | None, ray_cpus: int | None):
+    """The :class:`~backtest.core.executor.ExecutorSpec` of the executor options."""
+    from backtest.core.executor import ExecutorSpec
+
+    if executor_name != "ray" and (ray_cpus is not None):
+        raise click.UsageError("--ray-cpus needs --executor ray")
+    return ExecutorSpec(executor_name, ray_address if executor_name == "ray" else None, ray_cpus)

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
+from backtest.cli.common import (
+    OutPath,
+    echo_json,
+    executor_options,
+    executor_spec,
+    json_option,
+    progress_enabled,
+    workspace,
+)
 
 
 @click.command("retrieve")
@@ -29,21 +37,24 @@ from backtest.cli.common import OutPath, echo_json, json_option, progress_enable
     show_default=True,
     help="faiss index for dense/hybrid: exact (flat) or approximate (hnsw, ivf).",
 )
+@executor_options
 @json_option
 @click.pass_context
-def retrieve(ctx, frozen_dir, out_dir, method, k, dense_index, as_json):
+def retrieve(ctx, frozen_dir, out_dir, method, k, dense_index, executor_name, ray_address, ray_cpus, as_json):
     """Retrieve the top-k future documents for every question of FROZEN_DIR.
 
     Refuses (exit 1) a set that is not frozen or not intact, and a future corpus
     whose seal or records do not verify. Writes retrieval.jsonl (one Retrieval per
     question, in question order, canonical JSON: byte-identical across runs).
     """
+    from backtest.core.executor import use
     from backtest.retrieve.pipeline import retrieve_frozen, write_retrievals
     from backtest.submit.freeze import load_frozen
 
     ws = workspace(ctx)
     settings = {"index": dense_index} if dense_index != "flat" else {}
-    retrievals = retrieve_frozen(frozen_dir, ws, method=method, k=k, progress=progress_enabled(), **settings)
+    with use(executor_spec(executor_name, ray_address, ray_cpus)):
+        retrievals = retrieve_frozen(frozen_dir, ws, method=method, k=k, progress=progress_enabled(), **settings)
     if out_dir is None:
         frozen = load_frozen(frozen_dir).frozen
         used = retrievals[0].retriever["method"] if retrievals else (method or "default")

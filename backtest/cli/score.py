@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import echo_json, json_option, progress_enabled, workspace
+from backtest.cli.common import echo_json, executor_options, executor_spec, json_option, progress_enabled, workspace
 
 
 def _validity_line(ws, run_dir: Path) -> str:
@@ -27,27 +27,48 @@ def _validity_line(ws, run_dir: Path) -> str:
 )
 @click.option("--run-id", default=None, help="Run folder name (default: <judge>-<hash of all settings>).")
 @click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Only estimate: the judge calls and tokens the run would need and, with a price in the judge "
+    "config, their cost; nothing is judged or written, no key is needed.",
+)
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(0, None),
+    default=None,
+    help="Stop before this invocation's judge calls would cost more (in the config's currency); the run "
+    "stays resumable. Needs a price in the judge config.",
+)
+@executor_options
+@click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal)."
 )
 @json_option
 @click.pass_context
-def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
+def score(
+    ctx, frozen_dir, judge_spec, run_id, dry_run, max_cost, executor_name, ray_address, ray_cpus, progress, as_json
+):
     """Retrieve, judge and compute metrics for a frozen set (resumable).
 
     Writes results/<instance>/<system>/<run-id>/ with RUN.json, retrieval.jsonl,
     judgments.jsonl, metrics.json, report.md and report.html. Rerun after an
     interruption to continue; nothing is judged twice and no run is overwritten.
+    RUN.json and the report carry the run's tokens and, with a priced judge, its cost.
     """
+    from backtest.core.executor import use
     from backtest.scoring.score import score_frozen
 
     ws = workspace(ctx)
-    result = score_frozen(
-        frozen_dir,
-        ws,
-        judge_spec=judge_spec,
-        run_id=run_id,
-        progress=progress_enabled() if progress is None else progress,
-    )
+    show = progress_enabled() if progress is None else progress
+    with use(executor_spec(executor_name, ray_address, ray_cpus)):
+        if dry_run:
+            if max_cost is not None or run_id is not None:
+                raise click.UsageError("--dry-run estimates only: drop --max-cost and --run-id")
+            from backtest.scoring.score import dry_run as estimate_run
+
+            _print_estimate(estimate_run(frozen_dir, ws, judge_spec=judge_spec, progress=show), as_json)
+            return
+        result = score_frozen(frozen_dir, ws, judge_spec=judge_spec, run_id=run_id, progress=show, max_cost=max_cost)
     summary = {
         "run_dir": str(result.run_dir),
         "run_id": result.run_id,
@@ -59,6 +80,7 @@ def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
         "cache_hits": result.judge_stats.get("cache_hits", 0),
         "prompt_tokens": result.judge_stats.get("prompt_tokens", 0),
         "completion_tokens": result.judge_stats.get("completion_tokens", 0),
+        "cost": result.cost,
         "judge_validity": _validity_line(ws, result.run_dir),
     }
     if as_json:
@@ -69,8 +91,36 @@ def score(ctx, frozen_dir, judge_spec, run_id, progress, as_json):
         f"{summary['http_calls']} HTTP calls, {summary['cache_hits']} cache hits, "
         f"{summary['prompt_tokens'] + summary['completion_tokens']} new tokens; valid={result.valid})"
     )
+    if result.cost and result.cost.get("priced"):
+        c = result.cost
+        click.echo(
+            f"cost: {c['total']:.4f} {c['currency']} for the run's labels "
+            f"({c['prompt_tokens']} prompt + {c['completion_tokens']} completion tokens); "
+            f"spent now: {c['spent_last_invocation'] or 0:.4f} {c['currency']}"
+        )
     click.echo(summary["judge_validity"])
     click.echo(f"report: {result.run_dir / 'report.html'}")
+
+
+def _print_estimate(est: dict, as_json: bool) -> None:
+    """The dry run's totals: calls, prompt tokens (exact or estimated), the completion bound, the cost."""
+    if as_json:
+        echo_json(est)
+        return
+    how = "counted by the endpoint's tokenizer" if est["prompt_tokens_exact"] else "estimated from characters"
+    click.echo(
+        f"dry run: {est['system']} on {est['instance_id']} with {est['judge']}: {est['n_questions']} questions, "
+        f"{est['n_cached']} cached, {est['n_calls']} calls"
+    )
+    click.echo(f"  prompt tokens: {est['prompt_tokens']} ({how})")
+    click.echo(f"  completion tokens: at most {est['max_completion_tokens']} (max_tokens per call)")
+    if est["priced"]:
+        click.echo(
+            f"  cost: {est['cost_prompt']:.4f} {est['currency']} for the prompts, at most "
+            f"{est['cost_at_most']:.4f} {est['currency']} with the longest answers ({est['note']})"
+        )
+    else:
+        click.echo("  cost: the judge config has no price table (price = {input_per_mtok, output_per_mtok, currency})")
 
 
 @click.command("report")

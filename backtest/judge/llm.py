@@ -32,8 +32,9 @@ that is flagged ``needs_review``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from backtest.core.errors import BadInput
 from backtest.core.records import JudgeInfo, Judgment, Question, RetrievedDocument
@@ -41,7 +42,8 @@ from backtest.core.seal import sha256_file
 from backtest.core.workspace import Workspace
 from backtest.judge.constraints import check_answer, failed_judgment, parse_answer, retry_message, to_judgment
 from backtest.judge.protocol import answer_schema
-from backtest.llm.client import LLMClient, LLMError
+from backtest.llm.client import LLMClient, LLMError, LLMResponse
+from backtest.llm.pricing import CallEstimate, TokenCounter, price_from_config
 from backtest.llm.settings import cache_path, settings_from_config
 
 PROTOCOL = "outcome-premise"
@@ -82,6 +84,33 @@ def render_documents(documents: list[RetrievedDocument], max_chars: int) -> str:
     return "\n\n".join(blocks) if blocks else "(no documents were retrieved)"
 
 
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One chat request of the LLM judge: the messages, the answer schema and cache-key extras sent, and
+    the ids of the documents shown (the only ones the answer may cite).
+
+    :meth:`LLMJudge.first_request` builds the first one of a question; :meth:`follow_up` the
+    constraint retry after an answer broke a rule. ``judge`` and the batch files use both.
+    """
+
+    messages: tuple[dict[str, str], ...]
+    schema: dict[str, Any]
+    key_extra: dict[str, Any]
+    shown: tuple[str, ...]
+    schema_name: str = "judgment"
+
+    def follow_up(self, content: str, problems: list[str]) -> JudgeRequest:
+        """The constraint retry: these messages, the answer ``content`` given, and the rules it broke."""
+        return replace(
+            self,
+            messages=self.messages
+            + (
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": retry_message(problems, self.shown)},
+            ),
+        )
+
+
 class LLMJudge:
     """Label questions with an OpenAI-compatible chat model; cached, retried, constraint-checked."""
 
@@ -106,6 +135,8 @@ class LLMJudge:
         self.cache_path = cache_path(config, ".cache/llm-judge.sqlite", ws)
         self.client = LLMClient(self.llm, cache_path=self.cache_path)
         self.concurrency = self.llm.concurrency
+        self.price = price_from_config(config, str(config_path))  # None: the config names no price
+        self._counter: TokenCounter | None = None
 
     # ---------------------------------------------------------------- protocol
 
@@ -136,6 +167,22 @@ class LLMJudge:
             "protocol": self.protocol,
         }
 
+    def is_cached(self, question: Question, documents: Sequence[RetrievedDocument]) -> bool:
+        """True when the question's first request is answered from the cache (it costs no call)."""
+        request = self.first_request(question, documents)
+        return self.client.is_cached(request.messages, request.schema, request.schema_name, request.key_extra)
+
+    def estimate(self, question: Question, documents: Sequence[RetrievedDocument]) -> CallEstimate:
+        """The first call's prompt tokens (the endpoint's tokenizer when it has one, else estimated) and its
+        completion bound (``max_tokens``), or that it is cached; no chat call is made."""
+        request = self.first_request(question, documents)
+        if self.client.is_cached(request.messages, request.schema, request.schema_name, request.key_extra):
+            return CallEstimate(0, 0, True, True)
+        if self._counter is None:
+            self._counter = TokenCounter(self.llm.base_url, self.llm.model)
+        prompt, exact = self._counter.count(request.messages)
+        return CallEstimate(prompt, self.llm.max_tokens, exact, False)
+
     def stats(self) -> dict[str, Any]:
         """The client's counters: HTTP calls, cache hits, retries, tokens."""
         return self.client.stats.as_dict()
@@ -155,52 +202,65 @@ class LLMJudge:
             {"role": "user", "content": fill(self.user_template, values)},
         ]
 
-    def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
-        """Ask the model, check constraints, retry once with the error, flag what remains.
+    def first_request(self, question: Question, documents: Sequence[RetrievedDocument]) -> JudgeRequest:
+        """The first request for one question: what :meth:`judge` asks first and a batch file holds.
 
         Only the first ``max_documents`` retrieved documents are shown (all by default);
         citations are checked against exactly those.
         """
-        documents = list(documents)[: self.max_documents] if self.max_documents else list(documents)
-        shown = [d.id for d in documents]
-        schema = answer_schema(shown if self.enum_ids else None, **self.schema_bounds)
-        key_extra = {"prompt_sha256": self.prompt_sha256, "protocol": self.protocol}
-        messages = self.messages(question, documents)
+        shown_docs = list(documents)[: self.max_documents] if self.max_documents else list(documents)
+        shown = tuple(d.id for d in shown_docs)
+        return JudgeRequest(
+            messages=tuple(self.messages(question, shown_docs)),
+            schema=answer_schema(list(shown) if self.enum_ids else None, **self.schema_bounds),
+            key_extra={"prompt_sha256": self.prompt_sha256, "protocol": self.protocol},
+            shown=shown,
+        )
+
+    def ask(self, request: JudgeRequest) -> LLMResponse:
+        """Send one request through the client (cache, retries); the answer must parse as a judge answer."""
+        return self.client.chat(
+            request.messages,
+            schema=request.schema,
+            schema_name=request.schema_name,
+            key_extra=request.key_extra,
+            validate=parse_answer,
+        )
+
+    def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
+        """Ask the model, check constraints, retry once with the error, flag what remains."""
+        request = self.first_request(question, documents)
+        shown = list(request.shown)
         tokens = {"prompt_tokens": 0, "completion_tokens": 0}
 
         def spend(usage: dict[str, int]) -> None:
             for name in tokens:
                 tokens[name] += int(usage.get(name, 0))
 
-        def ask(msgs: list[dict[str, str]]):
+        def ask(req: JudgeRequest) -> tuple[str, dict[str, Any]]:
+            """The answer's text and its parsed JSON object (the client parses it: a schema is always sent)."""
             try:
-                resp = self.client.chat(
-                    msgs, schema=schema, schema_name="judgment", key_extra=key_extra, validate=parse_answer
-                )
+                resp = self.ask(req)
             except LLMError as exc:
                 spend(exc.usage)  # unusable answers still cost tokens: the judgment records them
                 raise
             spend(resp.usage)
-            return resp
+            assert resp.parsed is not None
+            return resp.content, resp.parsed
 
         try:
-            first = ask(messages)
+            content, answer = ask(request)
         except LLMError as exc:
             return failed_judgment(question.question_id, self.info(), str(exc), tokens)
-        answer, extra = first.parsed, []
+        extra: list[str] = []
         problems = check_answer(answer, shown)
         retried = None
         if problems:
-            follow_up = messages + [
-                {"role": "assistant", "content": first.content},
-                {"role": "user", "content": retry_message(problems, shown)},
-            ]
             try:
-                second = ask(follow_up)
+                _, answer = ask(request.follow_up(content, problems))
             except LLMError as exc:
                 extra.append(f"constraint retry failed: {exc}")
             else:
-                answer = second.parsed
                 retried = {"after": problems, "fixed": not check_answer(answer, shown)}
         return to_judgment(
             question.question_id,

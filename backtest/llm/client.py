@@ -250,6 +250,25 @@ def parse_json_object(content: str) -> dict[str, Any]:
     return obj
 
 
+def completion_parts(data: Any) -> tuple[str, str | None, dict[str, int]]:
+    """``(content, finish_reason, usage)`` of a chat-completion body, usage reduced to integer token counts;
+    ValueError when it is not one. (Online answers and imported batch answers both go through it.)"""
+    try:
+        choice = data["choices"][0]
+        content = choice["message"]["content"] or ""
+        finish = choice.get("finish_reason")
+        usage = {
+            k: int(v)
+            for k, v in (data.get("usage") or {}).items()
+            if k in ("prompt_tokens", "completion_tokens", "total_tokens") and isinstance(v, (int, float))
+        }
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ValueError("the response body is not a chat completion") from None
+    if not isinstance(content, str):
+        raise ValueError("the response body is not a chat completion (content is not text)")
+    return content, finish if isinstance(finish, str) else None, usage
+
+
 class _Retryable(Exception):
     """An attempt that failed in a way worth retrying (timeout, connection, 429/5xx, bad body, invalid answer)."""
 
@@ -325,13 +344,28 @@ class LLMClient:
         key_extra: dict[str, Any] | None = None,
     ) -> str:
         """sha256 over everything that changes the answer (never the key, timeout or retry policy)."""
-        return sha256_text(canonical_json(self._key_material(messages, schema, schema_name, key_extra)))
+        return sha256_text(canonical_json(self.key_material(messages, schema, schema_name, key_extra)))
+
+    def is_cached(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "answer",
+        key_extra: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> bool:
+        """True when :meth:`chat` with these arguments would be answered from the cache (no call)."""
+        if self.cache is None:
+            return False
+        material = self.key_material(messages, schema, schema_name, key_extra, seed)
+        return self.cache.get(sha256_text(canonical_json(material))) is not None
 
     def _seed(self, seed: int | None) -> int | None:
         """The sampling seed of one call: its own when given, else the settings'."""
         return self.settings.seed if seed is None else seed
 
-    def _key_material(self, messages, schema, schema_name, key_extra, seed: int | None = None) -> dict[str, Any]:
+    def key_material(self, messages, schema, schema_name, key_extra, seed: int | None = None) -> dict[str, Any]:
+        """What :meth:`cache_key` hashes (and the cache stores beside the answer)."""
         return {
             "v": CACHE_SCHEMA_VERSION,
             "settings": {**self.settings.answer_fields(), "seed": self._seed(seed)},
@@ -381,7 +415,7 @@ class LLMClient:
         raise ``ValueError`` to reject it); a bad answer is retried like a 5xx. ``seed``
         overrides the settings' sampling seed for this call (and in the cache key).
         """
-        material = self._key_material(messages, schema, schema_name, key_extra, seed)
+        material = self.key_material(messages, schema, schema_name, key_extra, seed)
         key = sha256_text(canonical_json(material))
         if use_cache and self.cache is not None:
             hit = self.cache.get(key)
@@ -454,17 +488,10 @@ class LLMClient:
                 usage=state.spent,
             )
         try:
-            data = resp.json()
-            choice = data["choices"][0]
-            content = redact(choice["message"]["content"] or "", [api_key]) or ""
-            finish = choice.get("finish_reason")
-            usage = {
-                k: int(v)
-                for k, v in (data.get("usage") or {}).items()
-                if k in ("prompt_tokens", "completion_tokens", "total_tokens") and isinstance(v, (int, float))
-            }
-        except (ValueError, KeyError, IndexError, TypeError):
+            content, finish, usage = completion_parts(resp.json())
+        except ValueError:
             raise _Retryable("bad_body", "the response body is not a chat completion") from None
+        content = redact(content, [api_key]) or ""
         self._count(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0))
         for name in state.spent:
             state.spent[name] += usage.get(name, 0)

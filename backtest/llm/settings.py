@@ -31,7 +31,7 @@ CLIENT_KEYS = frozenset(
         "backoff_s",
     }
 )
-COMMON_KEYS = frozenset({"kind", "name", "description", "cache"})
+COMMON_KEYS = frozenset({"kind", "name", "description", "cache", "price"})  # price: backtest.llm.pricing
 
 
 def load_llm_config(path: Path | str) -> dict[str, Any]:

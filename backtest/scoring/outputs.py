@@ -38,6 +38,7 @@ class Run(Output):
     judge_stats_last_invocation: dict[str, Any] | None = None
     judged_last_invocation: int | None = None
     tokens_total: dict[str, int] | None = None
+    cost: dict[str, Any] | None = None  # backtest.scoring.cost.run_cost: tokens and cost per question and in total
     n_questions: int | None = None
     n_needs_review: int | None = None
     n_judge_failed: int | None = None  # an incomplete run: judgments that failed and are retried on a rerun

@@ -153,6 +153,34 @@ def _question_rows(
     return rows
 
 
+def cost_line(run: dict[str, Any]) -> str | None:
+    """The run's tokens and cost in one line (None for a judge that spent no tokens)."""
+    cost = run.get("cost") or {}
+    tokens = int(cost.get("prompt_tokens") or 0) + int(cost.get("completion_tokens") or 0)
+    if not tokens:
+        return None
+    line = f"judge tokens: {cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion"
+    if not cost.get("priced"):
+        return line + " (no price in the judge config)"
+    line += f"; cost of the labels {cost['total']:.4f} {cost['currency']}"
+    line += f" (at {cost['input_per_mtok']:g} / {cost['output_per_mtok']:g} {cost['currency']} per M tokens in / out)"
+    if cost.get("spent_last_invocation") is not None:
+        line += f"; spent by the last invocation {cost['spent_last_invocation']:.4f} {cost['currency']}"
+    return line
+
+
+def question_costs(run: dict[str, Any]) -> dict[str, str]:
+    """Each question's judge tokens (and cost, when priced) as a short cell text, by question id."""
+    cost = run.get("cost") or {}
+    out = {}
+    for row in cost.get("per_question") or []:
+        text = f"{row['prompt_tokens']}+{row['completion_tokens']}"
+        if row.get("cost") is not None:
+            text += f" ({row['cost']:.4f} {cost.get('currency')})"
+        out[row["question_id"]] = text
+    return out
+
+
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell: whitespace (newlines too) folded, pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -172,8 +200,9 @@ def render_markdown(
         f"- judge: {judge.get('name')} (model {judge.get('model')}, protocol {judge.get('protocol')}, "
         f"prompt `{str(judge.get('prompt_sha256'))[:12]}…`, config `{str(judge.get('config_sha256'))[:12]}…`)",
         f"- valid (leakage checks): {run.get('valid')}",
-        "",
     ]
+    spend = cost_line(run)
+    lines += ([f"- {spend}"] if spend else []) + [""]
     lines += [f"> {validity or NOT_VALIDATED}", ""]
     lines += [
         "## Metrics (over all frozen questions; 95% Clopper–Pearson intervals)",
@@ -186,14 +215,19 @@ def render_markdown(
         "",
         "## Questions",
         "",
-        "| id | outcome | premise | top-1 sim | cited | flags | question |",
-        "|---|---|---|---|---|---|---|",
+    ]
+    costs = question_costs(run) if spend else {}
+    extra = " tokens (cost) |" if costs else ""
+    lines += [
+        f"| id | outcome | premise | top-1 sim | cited | flags |{extra} question |",
+        "|---|---|---|---|---|---|" + ("---|" if costs else "") + "---|",
     ]
     for row in _question_rows(questions, retrievals, judgments):
         sim = f"{row['top1']:.3f}" if isinstance(row["top1"], float) else "–"
+        spent = f" {_cell(costs.get(row['id'], '–'))} |" if costs else ""
         lines.append(
             f"| {_cell(row['id'])} | {_cell(row['outcome'])} | {_cell(row['premise'])} | {sim} | "
-            f"{_cell(', '.join(row['cited']))} | {_cell('; '.join(row['flags']))} | {_cell(row['question'])} |"
+            f"{_cell(', '.join(row['cited']))} | {_cell('; '.join(row['flags']))} |{spent} {_cell(row['question'])} |"
         )
     leak = run.get("leakage") or []
     if leak:
@@ -246,8 +280,11 @@ def render_html(
         f"protocol {esc(str(judge.get('protocol')))}, "
         f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, "
         f"config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
-        f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li></ul>",
+        f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li>",
     ]
+    spend = cost_line(run)
+    parts.append((f"<li id='judge-cost'>{esc(spend)}</li>" if spend else "") + "</ul>")
+    costs = question_costs(run) if spend else {}
     parts.append(f"<p class='note' id='judge-validity'>{esc(validity or NOT_VALIDATED)}</p>")
     parts.append("<h2>Charts</h2><div class='charts'>")
     parts += [f"<img id='chart-{name}' alt='{name} chart' src='data:image/png;base64,{data}'>" for name, data in charts]
@@ -258,7 +295,9 @@ def render_html(
     parts += [f"<tr><td>{esc(name)}</td><td>{esc(value)}</td></tr>" for name, value in headline_rows(metrics)]
     parts.append(
         "</table><h2>Questions</h2><table><tr><th>id</th><th>question</th><th>outcome</th><th>premise</th>"
-        "<th>top-1 sim</th><th>cited</th><th>flags / rationale</th></tr>"
+        "<th>top-1 sim</th><th>cited</th><th>flags / rationale</th>"
+        + ("<th>tokens (cost)</th>" if costs else "")
+        + "</tr>"
     )
     for row in _question_rows(questions, retrievals, judgments):
         sim = f"{row['top1']:.3f}" if isinstance(row["top1"], float) else "–"
@@ -266,7 +305,9 @@ def render_html(
         parts.append(
             f"<tr><td>{esc(row['id'])}</td><td>{esc(row['question'])}</td><td>{esc(row['outcome'])}</td>"
             f"<td>{esc(row['premise'])}</td><td>{sim}</td><td>{esc(', '.join(row['cited']))}</td>"
-            f"<td>{flags}<div>{esc(row['rationale'])}</div></td></tr>"
+            f"<td>{flags}<div>{esc(row['rationale'])}</div></td>"
+            + (f"<td>{esc(costs.get(row['id'], '–'))}</td>" if costs else "")
+            + "</tr>"
         )
     parts.append("</table>")
     leak = run.get("leakage") or []

@@ -26,12 +26,14 @@ run folder with other settings is refused, and a complete run is left as it is.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -39,12 +41,14 @@ from typing import Any, Callable, Sequence
 from tqdm import tqdm
 
 from backtest import __version__
+from backtest.core import executor
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json
 from backtest.core.records import (
     Judgment,
     Question,
     Retrieval,
+    RetrievedDocument,
     check_safe_name,
     parse_record,
     read_output,
@@ -52,6 +56,7 @@ from backtest.core.records import (
 )
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.core.workspace import Workspace
+from backtest.scoring.cost import Ledger, judge_price, run_cost
 from backtest.scoring.outputs import Metrics, Run
 
 PARTIAL = "judgments.partial.jsonl"
@@ -70,6 +75,7 @@ class ScoreResult:
     judge_stats: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     valid: bool | None = None
+    cost: dict[str, Any] | None = None  # RUN.json's cost block
 
 
 def _now() -> str:
@@ -161,6 +167,38 @@ def n_failed(judgments: Sequence[Judgment]) -> int:
     return sum(1 for j in judgments if getattr(j, "judge_failed", False))
 
 
+@functools.lru_cache(maxsize=4)
+def _worker_judge(spec: str, root: str):
+    """The judge of a Ray worker process, made once per (spec, workspace) from what ``get_judge`` reads."""
+    from backtest.judge import get_judge
+
+    return get_judge(spec, Workspace(Path(root)))
+
+
+def judge_remote(spec: str, root: str, question: dict[str, Any], documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One question judged in a Ray worker: the same judge (rebuilt from its spec), the same documents.
+
+    Takes and returns plain JSON data (what Ray pickles); the LLM judge's answer cache is the
+    workspace's SQLite file, shared with the driver and every other worker."""
+    judge = _worker_judge(spec, root)
+    docs = [RetrievedDocument.model_validate(d) for d in documents]
+    return judge.judge(Question.model_validate(question), docs).model_dump(mode="json")
+
+
+@dataclass
+class JudgeRun:
+    """What :func:`judge_all` did: every judgment so far, how many are new, and whether the budget stopped it."""
+
+    judgments: list[Judgment]
+    judged_now: int
+    ledger: Ledger | None = None  # None: the judge has no price
+
+    @property
+    def stopped(self) -> bool:
+        """True when ``--max-cost`` stopped the run before every question was sent."""
+        return self.ledger is not None and self.ledger.stopped_at is not None
+
+
 def judge_all(
     judge,
     questions: Sequence[Question],
@@ -169,12 +207,18 @@ def judge_all(
     progress: bool = False,
     on_judged: Callable[[int], None] | None = None,
     seed: str = "",
-) -> tuple[list[Judgment], int]:
-    """Judge every question not yet in the partial file; return all judgments and how many were new.
+    ws: Workspace | None = None,
+    max_cost: float | None = None,
+) -> JudgeRun:
+    """Judge every question not yet in the partial file, in order; return all judgments and how many were new.
 
     ``judgments.jsonl`` is written only when every judgment succeeded; with a failed one the
     partial file stays, and a rerun retries from the first failure (``seed``: the run's
-    settings sha256, which starts the partial file's hash chain).
+    settings sha256, which starts the partial file's hash chain). Questions go out through the
+    current executor (:mod:`backtest.core.executor`): the judge's own threads (``local``) or
+    Ray tasks that rebuild the judge from its spec (``ray``); results are written in question
+    order either way, so the bytes do not depend on the executor. ``max_cost`` stops sending
+    questions before the judge's priced calls would pass it (:class:`~backtest.scoring.cost.Ledger`).
     """
     final = run_dir / "judgments.jsonl"
     qids = [q.question_id for q in questions]
@@ -184,11 +228,19 @@ def judge_all(
             raise CheckFailed(f"{final}: its question ids do not match the frozen set's order")
         with contextlib.suppress(FileNotFoundError):  # killed between the rename and the unlink
             (run_dir / PARTIAL).unlink()
-        return rows, 0
+        return JudgeRun(rows, 0)
     partial = run_dir / PARTIAL
     done, chain = recover_partial(partial, qids, seed)
     todo = list(range(len(done), len(questions)))
+    price = judge_price(judge)
+    if max_cost is not None and price is None:
+        raise BadInput(f"--max-cost needs prices: judge {judge.name}'s config has no price table")
+    ledger = Ledger(price, max_cost) if price is not None else None
+    estimate = getattr(judge, "estimate", None)
+    is_cached = getattr(judge, "is_cached", None)
     stats0 = judge.stats()
+    concurrency = max(1, int(getattr(judge, "concurrency", 1)))
+    pool = executor.open_executor(workers=concurrency) if todo else None
 
     def postfix() -> dict[str, Any]:
         st = judge.stats()
@@ -198,9 +250,25 @@ def judge_all(
             - (stats0.get("prompt_tokens", 0) + stats0.get("completion_tokens", 0)),
         }
 
-    def one(i: int) -> Judgment:
-        return judge.judge(questions[i], list(retrievals[i].documents))
+    def submit(i: int) -> Future[Judgment]:
+        assert pool is not None
+        documents = list(retrievals[i].documents)
+        if pool.name == "local":
+            return pool.submit(judge.judge, questions[i], documents)
+        args = (
+            judge_spec_of(judge, ws or Workspace.from_env()),
+            str((ws or Workspace.from_env()).root),
+            questions[i].model_dump(mode="json"),
+            [d.model_dump(mode="json") for d in documents],
+        )
+        out: Future[Judgment] = Future()
+        pool.submit(judge_remote, *args).add_done_callback(lambda f: _resolve(out, f))
+        return out
 
+    # A judge with an endpoint keeps its own limit on calls in flight; a CPU-bound one fills the cluster.
+    window = concurrency if pool is None or pool.name == "local" or estimate is not None else pool.slots()
+    in_flight: collections.deque[tuple[int, Future[Judgment], float, bool]] = collections.deque()
+    waiting = collections.deque(todo)
     with (
         open(partial, "ab") as handle,
         tqdm(
@@ -212,14 +280,28 @@ def judge_all(
             disable=not progress,
         ) as bar,
     ):
-        pool = ThreadPoolExecutor(max_workers=max(1, int(getattr(judge, "concurrency", 1)))) if todo else None
         try:
-            results = pool.map(one, todo) if pool else iter(())
-            for i, judgment in zip(todo, results):
+            while waiting or in_flight:
+                while waiting and len(in_flight) < window and not (ledger and ledger.stopped_at):
+                    i = waiting[0]
+                    documents = list(retrievals[i].documents)
+                    reserved, cached = 0.0, bool(is_cached and is_cached(questions[i], documents))
+                    if ledger is not None and ledger.limit is not None and estimate is not None and not cached:
+                        admitted = ledger.admit(qids[i], estimate(questions[i], documents))
+                        if admitted is None:
+                            break
+                        reserved = admitted
+                    in_flight.append((waiting.popleft(), submit(i), reserved, cached))
+                if not in_flight:
+                    break
+                i, future, reserved, cached = in_flight.popleft()
+                judgment = future.result()
                 if judgment.question_id != qids[i]:
                     raise CheckFailed(
                         f"judge {judge.name} answered for {judgment.question_id!r} instead of {qids[i]!r}"
                     )
+                if ledger is not None:
+                    ledger.settle(reserved, judgment, cached)
                 line, chain = partial_line(judgment, chain)
                 handle.write(line)
                 handle.flush()
@@ -230,14 +312,27 @@ def judge_all(
                 if on_judged is not None:
                     on_judged(i)
         finally:
+            for _, future, _, _ in in_flight:
+                future.cancel()
             if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-    if n_failed(done):
-        return done, len(todo)
+                pool.shutdown()
+    judged_now = len(done) - (len(questions) - len(todo))
+    if n_failed(done) or len(done) < len(questions):
+        return JudgeRun(done, judged_now, ledger)
     atomic_write_bytes(final, b"".join(judgment_line(j) for j in done))
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()
-    return done, len(todo)
+    return JudgeRun(done, judged_now, ledger)
+
+
+def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]]) -> None:
+    """Complete ``out`` with the Judgment a Ray task returned (or its error)."""
+    if remote.cancelled():
+        out.cancel()
+    elif (exc := remote.exception()) is not None:
+        out.set_exception(exc)
+    else:
+        out.set_result(Judgment.model_validate(remote.result()))
 
 
 # --------------------------------------------------------------------------- hooks
@@ -308,25 +403,52 @@ def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list
     return run, retrievals, judgments, parse_record(Metrics, read_json(metrics_path), str(metrics_path))
 
 
-def score_frozen(
-    frozen_path: str | Path,
-    ws: Workspace,
-    judge_spec: str | None = None,
-    run_id: str | None = None,
-    progress: bool = False,
-    judge=None,
-    on_judged: Callable[[int], None] | None = None,
-) -> ScoreResult:
-    """Score a frozen set into ``results/<instance>/<system>/<run_id>/`` (resumable; never overwrites).
+@dataclass
+class Prepared:
+    """A frozen set checked and ready to score: its bundle, instance, judge, settings and run folder."""
 
-    ``judge_spec`` is a judge config path or name (default: the instance's judge, else
-    ``offline``); ``judge`` may pass a ready Judge object instead.
-    """
+    frozen_path: Path
+    bundle: Any
+    instance: Any
+    judge: Any
+    settings: dict[str, Any]
+    settings_sha: str
+    run_id: str
+    run_dir: Path
+
+    @property
+    def questions(self) -> list[Question]:
+        return list(self.bundle.questions)
+
+    def retrievals(self, ws: Workspace, progress: bool = False, write: bool = True) -> list[Retrieval]:
+        """The run's retrievals: its own file, a complete sibling run's (same frozen set, instance and
+        retriever: retrieval is deterministic), else retrieved now; written into the run folder when ``write``."""
+        from backtest.retrieve import retrieve_questions, write_retrievals
+
+        path = self.run_dir / "retrieval.jsonl"
+        source = path if path.is_file() else sibling_retrieval(self.run_dir, self.settings)
+        if source is not None:
+            retrievals = [parse_record(Retrieval, o, f"{source}:{n}") for n, o in iter_jsonl(source)]
+            if [r.question_id for r in retrievals] != [q.question_id for q in self.questions]:
+                raise CheckFailed(
+                    f"{source}: question ids do not match the frozen set; remove the run folder to redo it"
+                )
+            if write and source != path:
+                atomic_write_bytes(path, source.read_bytes())
+            return retrievals
+        retrievals = retrieve_questions(self.questions, self.instance, ws, progress=progress)
+        if write:
+            write_retrievals(path, retrievals)
+        return retrievals
+
+
+def prepare(
+    frozen_path: str | Path, ws: Workspace, judge_spec: str | None = None, run_id: str | None = None, judge=None
+) -> Prepared:
+    """Check a frozen set (frozen, intact, its instance unchanged and with a future corpus), make its judge
+    (``judge_spec``; default: the instance's judge, else ``offline``) and name its run folder."""
     from backtest.corpus.instance import load_instance
     from backtest.judge import get_judge
-    from backtest.judge.cards import run_validity
-    from backtest.retrieve import retrieve_questions, write_retrievals
-    from backtest.scoring.report import write_reports
     from backtest.submit.freeze import is_frozen_and_intact, load_frozen
 
     frozen_path = Path(frozen_path)
@@ -349,19 +471,61 @@ def score_frozen(
             f"instance {instance.instance_id} has no future corpus yet (prospective); grade it when it is due"
         )
     if judge is None:
-        spec = judge_spec or instance.judge.config or "offline"
-        judge = get_judge(spec, ws)
+        judge = get_judge(judge_spec or instance.judge.config or "offline", ws)
     settings = run_settings(bundle, instance, judge)
-    settings_sha = sha256_json(settings)
     run_id = run_id or default_run_id(judge.name, settings)
     try:
         check_safe_name(run_id, "run id")
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+    run_dir = ws.results / instance.instance_id / bundle.frozen.system / run_id
+    return Prepared(frozen_path, bundle, instance, judge, settings, sha256_json(settings), run_id, run_dir)
+
+
+def dry_run(frozen_path: str | Path, ws: Workspace, judge_spec: str | None = None, progress: bool = False):
+    """``score --dry-run``: what scoring would call and cost (:func:`~backtest.scoring.cost.estimate_questions`);
+    retrieves in memory when no run has, writes nothing and calls no judge."""
+    from backtest.scoring.cost import estimate_questions
+
+    prep = prepare(frozen_path, ws, judge_spec)
+    retrievals = prep.retrievals(ws, progress=progress, write=False)
+    estimate = estimate_questions(prep.judge, prep.questions, [r.documents for r in retrievals])
+    return {
+        "frozen_path": ws.relative(prep.frozen_path),
+        "instance_id": prep.instance.instance_id,
+        "system": prep.bundle.frozen.system,
+        "judge": prep.judge.name,
+        "run_id": prep.run_id,
+        **estimate,
+    }
+
+
+def score_frozen(
+    frozen_path: str | Path,
+    ws: Workspace,
+    judge_spec: str | None = None,
+    run_id: str | None = None,
+    progress: bool = False,
+    judge=None,
+    on_judged: Callable[[int], None] | None = None,
+    max_cost: float | None = None,
+) -> ScoreResult:
+    """Score a frozen set into ``results/<instance>/<system>/<run_id>/`` (resumable; never overwrites).
+
+    ``judge_spec`` is a judge config path or name (default: the instance's judge, else
+    ``offline``); ``judge`` may pass a ready Judge object instead. Embedding and judging run on
+    the current executor (:func:`backtest.core.executor.use`). ``max_cost`` stops before the
+    judge's priced calls of this invocation would cost more (CheckFailed; the run resumes).
+    """
+    from backtest.judge.cards import run_validity
+    from backtest.scoring.report import write_reports
+
+    prep = prepare(frozen_path, ws, judge_spec, run_id, judge)
+    frozen_path, bundle, instance, judge = prep.frozen_path, prep.bundle, prep.instance, prep.judge
+    settings, settings_sha, run_id, run_dir = prep.settings, prep.settings_sha, prep.run_id, prep.run_dir
     system = bundle.frozen.system
-    run_dir = ws.results / instance.instance_id / system / run_id
     run_json = run_dir / "RUN.json"
-    questions = list(bundle.questions)
+    questions = prep.questions
     started = _now()
     if run_json.is_file():
         existing = read_output(Run, run_json)
@@ -378,6 +542,7 @@ def score_frozen(
                 len(questions),
                 metrics=read_output(Metrics, run_dir / "metrics.json"),
                 valid=existing.get("valid"),
+                cost=existing.get("cost"),
             )
         started = existing.get("started_at", started)
     run: dict[str, Any] = {
@@ -404,26 +569,43 @@ def score_frozen(
     }
     write_output(run_json, Run, run)
 
-    retrieval_path = run_dir / "retrieval.jsonl"
-    if retrieval_path.is_file():
-        retrievals = [parse_record(Retrieval, o, f"{retrieval_path}:{n}") for n, o in iter_jsonl(retrieval_path)]
-        if [r.question_id for r in retrievals] != [q.question_id for q in questions]:
-            raise CheckFailed(
-                f"{retrieval_path}: question ids do not match the frozen set; remove the run folder to redo it"
-            )
-    elif (sibling := sibling_retrieval(run_dir, settings)) is not None:
-        atomic_write_bytes(retrieval_path, sibling.read_bytes())
-        retrievals = [parse_record(Retrieval, o, f"{retrieval_path}:{n}") for n, o in iter_jsonl(retrieval_path)]
-    else:
-        retrievals = retrieve_questions(questions, instance, ws, progress=progress)
-        write_retrievals(retrieval_path, retrievals)
+    retrievals = prep.retrievals(ws, progress=progress)
     run["retriever"] = (
         {**retrievals[0].retriever, "k": retrievals[0].k} if retrievals else instance.retrieval.model_dump(mode="json")
     )
 
-    judgments, judged_now = judge_all(
-        judge, questions, retrievals, run_dir, progress=progress, on_judged=on_judged, seed=settings_sha
+    outcome = judge_all(
+        judge,
+        questions,
+        retrievals,
+        run_dir,
+        progress=progress,
+        on_judged=on_judged,
+        seed=settings_sha,
+        ws=ws,
+        max_cost=max_cost,
     )
+    judgments, judged_now = outcome.judgments, outcome.judged_now
+    price = judge_price(judge)
+    spent = outcome.ledger.spent if outcome.ledger else None
+    if outcome.stopped and not n_failed(judgments):
+        assert outcome.ledger is not None
+        run.update(
+            {
+                "status": "incomplete",
+                "judged_last_invocation": judged_now,
+                "judge_stats_last_invocation": judge.stats(),
+                "cost": run_cost(judgments, price, spent),
+            }
+        )
+        write_output(run_json, Run, run)
+        currency = price.currency if price else ""
+        raise CheckFailed(
+            f"stopped before the budget: {spent:.4f} of --max-cost {max_cost:g} {currency} spent, "
+            f"{len(judgments)} of {len(questions)} questions judged ({judged_now} now); the next, "
+            f"{outcome.ledger.stopped_at}, could pass it. The run {ws.relative(run_dir)} is incomplete: "
+            f"rerun `backtest score` with a larger --max-cost to go on"
+        )
     failed = n_failed(judgments)
     if failed:
         run.update(
@@ -459,9 +641,10 @@ def score_frozen(
                 "prompt_tokens": sum(j.tokens.get("prompt_tokens", 0) for j in judgments),
                 "completion_tokens": sum(j.tokens.get("completion_tokens", 0) for j in judgments),
             },
+            "cost": run_cost(judgments, price, spent),
         }
     )
     validity = run_validity(ws, run["judge"])["line"]
     write_reports(run_dir, run, questions, retrievals, judgments, Metrics.model_validate(metrics), validity)
     write_output(run_json, Run, run)
-    return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid)
+    return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid, run["cost"])

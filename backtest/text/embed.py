@@ -7,23 +7,33 @@ Vectors are L2-normalised float32, so inner product equals cosine similarity.
 
 Embedding is the slow step on a CPU (about 30 abstracts/s here): cache what you
 embed with :func:`cached_embeddings`, keyed by everything that changes the vectors.
+
+Texts are embedded in fixed chunks of :data:`CHUNK` (each chunk one ``encode`` call), in
+this process or, under the ``ray`` executor (:mod:`backtest.core.executor`), as Ray Data
+``map_batches`` over the same chunks with an actor pool holding the model. A vector
+depends only on its chunk, so both give the same bytes.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from tqdm import tqdm
 
+from backtest.core import executor
 from backtest.core.errors import BadInput
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"}
 _LOCK = threading.Lock()
+CHUNK = 256  # texts per encode call, in every executor: a vector depends only on its chunk
 
 
 def resolve_model_path(name: str) -> Path:
@@ -60,16 +70,81 @@ def load_model(name: str = DEFAULT_MODEL):
         return SentenceTransformer(str(resolve_model_path(name)), device="cpu")
 
 
+def embed_chunk(texts: Sequence[str], model: str = DEFAULT_MODEL, batch_size: int = 64) -> np.ndarray:
+    """One chunk's unit vectors: a single ``encode`` call (the unit both executors compute)."""
+    vectors = load_model(model).encode(
+        list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+    return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
 def embed_texts(
     texts: Sequence[str], model: str = DEFAULT_MODEL, batch_size: int = 64, progress: bool = False
 ) -> np.ndarray:
-    """Embed ``texts`` into an (n, d) float32 array of unit vectors (deterministic on one machine)."""
+    """Embed ``texts`` into an (n, d) float32 array of unit vectors (deterministic on one machine).
+
+    In chunks of :data:`CHUNK`; under the ``ray`` executor, texts of more than one chunk go
+    to the cluster (:func:`embed_on_ray`)."""
     if len(texts) == 0:
         return np.zeros((0, load_model(model).get_sentence_embedding_dimension()), dtype=np.float32)
-    vectors = load_model(model).encode(
-        list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=progress
+    starts = range(0, len(texts), CHUNK)
+    if len(starts) > 1 and executor.current().name == "ray":
+        return embed_on_ray(texts, model, batch_size, progress)
+    with tqdm(total=len(texts), desc="embedding", unit=" texts", file=sys.stderr, disable=not progress) as bar:
+        parts = []
+        for start in starts:
+            parts.append(embed_chunk(texts[start : start + CHUNK], model, batch_size))
+            bar.update(len(parts[-1]))
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+class _ChunkEmbedder:
+    """A Ray Data actor: loads the model once, embeds whole chunks (``{"start", "texts"}`` rows)."""
+
+    def __init__(self, model: str, batch_size: int):
+        self.model, self.batch_size = model, batch_size
+        load_model(model)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        rows, vectors = [], []
+        for start, texts in zip(batch["start"], batch["texts"]):
+            chunk = embed_chunk([str(t) for t in texts], self.model, self.batch_size)
+            rows.append(np.arange(int(start), int(start) + len(chunk), dtype=np.int64))
+            vectors.append(chunk)
+        return {"row": np.concatenate(rows), "vector": np.concatenate(vectors)}
+
+
+def embed_on_ray(
+    texts: Sequence[str], model: str = DEFAULT_MODEL, batch_size: int = 64, progress: bool = False
+) -> np.ndarray:
+    """:func:`embed_texts` on the Ray cluster of the current executor: Ray Data ``map_batches`` over the
+    chunks, one chunk per batch, with an actor pool (one actor per CPU) holding the model."""
+    spec = executor.current()
+    ray = executor.ray_module(spec)
+    resolve_model_path(model)  # a missing model is one clear line here, not an actor crash there
+    items = [{"start": start, "texts": list(texts[start : start + CHUNK])} for start in range(0, len(texts), CHUNK)]
+    n_actors = max(1, min(len(items), int(ray.cluster_resources().get("CPU", 1))))
+    ray.data.DataContext.get_current().enable_progress_bars = progress
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its INFO lines would bury backtest's own output
+    dataset = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
+        _ChunkEmbedder,
+        fn_constructor_args=(model, batch_size),
+        batch_size=1,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=n_actors),
+        num_cpus=1,
     )
-    return np.ascontiguousarray(vectors, dtype=np.float32)
+    out: np.ndarray | None = None
+    seen = 0
+    for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+        vectors = np.asarray(batch["vector"], dtype=np.float32)
+        if out is None:
+            out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        out[batch["row"]] = vectors
+        seen += len(vectors)
+    if out is None or seen != len(texts):
+        raise RuntimeError(f"the Ray embedding returned {seen} of {len(texts)} vectors")
+    return out
 
 
 def model_fingerprint(model: str = DEFAULT_MODEL) -> str:

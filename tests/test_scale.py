@@ -1,0 +1,175 @@
+"""The ``ray`` executor against a real local Ray cluster: the same bytes as ``local``, and a killed worker
+changes nothing.
+
+The module starts its own cluster with ``ray start --head`` on 127.0.0.1 (2 CPUs, no dashboard) and
+stops it at the end; every test connects to it through ``--ray-address``/``ExecutorSpec.address``, as a
+user with a cluster would. Real parts throughout: the small real instance ``astro-2025-ep``
+(conftest), a demo submission from its past corpus, the offline judge, all-MiniLM-L6-v2 embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backtest.core import executor
+from backtest.core.executor import ExecutorSpec
+from backtest.core.workspace import Workspace
+from backtest.corpus.future import open_future_corpus
+from backtest.corpus.instance import load_instance, open_past_corpus
+from backtest.retrieve.protocol import FutureDocs, load_future_docs
+from backtest.studies.demo import make_demo_submission
+from backtest.submit.freeze import freeze_submission
+from backtest.text.embed import CHUNK, embed_texts
+from tests.conftest import run_cli
+
+ray = pytest.importorskip("ray", reason="the ray executor needs the scale extra (pip install -e '.[scale]')")
+
+pytestmark = pytest.mark.slow
+
+INSTANCE = "astro-2025-ep"
+KEY_VAR, API_KEY = "BACKTEST_TEST_RAY_KEY", "sk-fake-ray-test-key-NEVER-LOGGED-0b7e"
+RAY_BIN = Path(sys.executable).with_name("ray")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A real Ray head node on 127.0.0.1 with 2 CPUs, started with ``ray start --head``; yields its address."""
+    from tests.llm_server import free_port
+
+    port = free_port()
+    # a secret in the cluster's environment, as a judge's API key would be: it must reach no Ray log
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", KEY_VAR: API_KEY}
+    started = subprocess.run(
+        [
+            str(RAY_BIN),
+            "start",
+            "--head",
+            "--node-ip-address=127.0.0.1",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            "--object-store-memory=300000000",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert started.returncode == 0, started.stderr[-2000:]
+    address = f"127.0.0.1:{port}"
+    try:
+        yield address
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        subprocess.run([str(RAY_BIN), "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def scale_ws(astro_ep_ws, tmp_path_factory):
+    """A private copy of astro-2025-ep with one frozen demo set of 8 questions."""
+    root = tmp_path_factory.mktemp("scale") / "ws"
+    shutil.copytree(astro_ep_ws.root, root)
+    ws = Workspace(root)
+    past = open_past_corpus(load_instance(INSTANCE, ws), ws)
+    frozen = freeze_submission(make_demo_submission(past, root / "submissions" / "eight", n=8, seed=5), INSTANCE, ws)
+    return ws, frozen
+
+
+def future_docs(ws: Workspace) -> FutureDocs:
+    return load_future_docs(open_future_corpus(load_instance(INSTANCE, ws), ws), ws)
+
+
+def test_a_corpus_embedded_on_ray_gives_the_local_vectors(scale_ws, cluster):
+    ws, _ = scale_ws
+    texts = future_docs(ws).texts(("title", "abstract"))
+    assert len(texts) > 2 * CHUNK, "needs several chunks to spread over the actors"
+    local = embed_texts(texts)
+    with executor.use(ExecutorSpec("ray", address=cluster)):
+        remote = embed_texts(texts)
+    assert remote.shape == local.shape and remote.dtype == np.float32
+    assert np.array_equal(remote, local), f"max |diff| {np.abs(remote - local).max()}"
+    print(f"ray embedding: {len(texts)} abstracts, {len(range(0, len(texts), CHUNK))} chunks, identical vectors")
+
+
+class WorkerKiller(threading.Thread):
+    """Sends SIGKILL to the first Ray worker process seen running ``judge_remote`` (by its process title)."""
+
+    def __init__(self, timeout_s: float = 600):
+        super().__init__(daemon=True)
+        self.killed: list[int] = []
+        self.stop = threading.Event()
+        self.timeout_s = timeout_s
+
+    def run(self) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        while not self.stop.is_set() and time.monotonic() < deadline and not self.killed:
+            ps = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+            for line in ps.splitlines():
+                pid, _, args = line.strip().partition(" ")
+                if args.startswith("ray::judge_remote"):
+                    os.kill(int(pid), signal.SIGKILL)
+                    self.killed.append(int(pid))
+                    break
+            time.sleep(0.05)
+
+
+def test_ray_judging_is_byte_identical_and_survives_a_killed_worker(scale_ws, cluster, capsys, monkeypatch):
+    ws, frozen = scale_ws
+    monkeypatch.setenv(KEY_VAR, API_KEY)
+    code, out, err = run_cli(["score", frozen, "--run-id", "local", "--json"], root=ws.root, capsys=capsys)
+    assert code == 0, err
+    local = Path(json.loads(out)["run_dir"])
+
+    killer = WorkerKiller()
+    killer.start()
+    try:
+        code, out, err = run_cli(
+            ["score", frozen, "--run-id", "on-ray", "--executor", "ray", "--ray-address", cluster, "--json"],
+            root=ws.root,
+            capsys=capsys,
+        )
+    finally:
+        killer.stop.set()
+        killer.join()
+    assert code == 0, err
+    remote = Path(json.loads(out)["run_dir"])
+    assert killer.killed, "no Ray worker was seen running a judging task"
+    assert (remote / "judgments.jsonl").read_bytes() == (local / "judgments.jsonl").read_bytes()
+    assert (remote / "metrics.json").is_file() and not (remote / "judgments.partial.jsonl").exists()
+    session = Path("/tmp/ray/session_latest").resolve()  # the cluster's session: its logs and sockets
+    logs = [f for f in session.rglob("*") if f.is_file() and f.stat().st_size < 50_000_000]
+    assert len(logs) > 5, f"no Ray logs found under {session}"
+    for f in logs + [p for p in remote.iterdir() if p.is_file()]:
+        assert API_KEY.encode() not in f.read_bytes(), f"the secret is in {f}"
+    print(
+        f"ray judging: killed worker pid {killer.killed}; judgments.jsonl identical to local; "
+        f"the secret is in none of {len(logs)} Ray session files"
+    )
+
+
+def test_ray_executor_errors_are_one_line(scale_ws, capsys):
+    ws, frozen = scale_ws
+    code, _, err = run_cli(["score", frozen, "--ray-cpus", "2"], root=ws.root, capsys=capsys)
+    assert code == 2 and "--ray-cpus needs --executor ray" in err
+    if ray.is_initialized():
+        ray.shutdown()
+    code, _, err = run_cli(
+        ["score", frozen, "--executor", "ray", "--ray-address", "127.0.0.1:1", "--run-id", "nowhere"],
+        root=ws.root,
+        capsys=capsys,
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot reach the Ray cluster" in err, err
+    assert not (ws.results / INSTANCE / "demo_claims" / "nowhere").exists(), "refused before anything is written"
