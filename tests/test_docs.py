@@ -50,6 +50,7 @@ def test_every_output_schema_is_in_the_generated_reference() -> None:
         "validity-card",
         "decode",
         "index",
+        "judge-batch-manifest",
     ):
         assert f"## `{name}`" in page
 

@@ -10,6 +10,7 @@ from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, 
 from backtest.arena.outputs import ArenaReport
 from backtest.cli.common import echo_json
 from backtest.core.records import SCHEMAS
+from backtest.judge.batch import BatchManifest
 from backtest.judge.outputs import ValidityCard
 from backtest.retrieve.outputs import IndexMeta
 from backtest.scoring.outputs import Metrics, Run
@@ -36,6 +37,7 @@ ALL_SCHEMAS: dict[str, type[BaseModel]] = {
     "decode": Decode,
     "control": ControlReport,
     "validity-card": ValidityCard,
+    "judge-batch-manifest": BatchManifest,
     "index": IndexMeta,
 }
 

@@ -1,4 +1,7 @@
-"""``backtest annotate export|import`` and ``backtest judge validate|fit``: judges measured against careful reading."""
+"""``backtest annotate export|import`` and ``backtest judge validate|fit``: judges measured against careful reading.
+
+``backtest judge batch export|import`` (provider batch files) is :mod:`backtest.cli.batch`, attached here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from backtest.cli.batch import batch_group
 from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
 from backtest.core.errors import BadInput
 
@@ -113,7 +117,10 @@ def annotate_merge(sources, out):
 
 @click.group("judge")
 def judge_group() -> None:
-    """Judges: validate one against careful reading (its validity card), refit the offline judge."""
+    """Judges: validate one against careful reading (its validity card), refit the offline judge, batch files."""
+
+
+judge_group.add_command(batch_group)
 
 
 @judge_group.command("validate")
