@@ -1,8 +1,10 @@
 """Dense retrieval: sentence-transformers embeddings searched with faiss.
 
-Documents are embedded once per (corpus seal, model fingerprint, text fields) with
-:func:`backtest.text.embed.embed_texts` (unit vectors, so inner product = cosine) and
-cached under ``corpora/<id>/index/embeddings/<key>/embeddings.npy``. The model is a
+Documents are embedded once per (corpus seal, model fingerprint, text fields) and cached
+under ``corpora/<id>/index/embeddings/<key>/embeddings.npy`` (unit vectors, so inner
+product = cosine); the texts themselves go through the vector store
+(:func:`backtest.text.vectors.embed_cached`), so a paper another corpus already embedded
+is not embedded again. The model is a
 setting: the packaged ``all-MiniLM-L6-v2`` by default, or any sentence-transformers
 folder on disk.
 
@@ -32,6 +34,7 @@ from backtest.core.fileio import atomic_writer
 from backtest.retrieve.index_store import has_valid, open_or_build
 from backtest.retrieve.protocol import FutureDocs, Hit
 from backtest.text.embed import DEFAULT_MODEL, embed_texts, model_fingerprint
+from backtest.text.vectors import embed_cached
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
 
@@ -64,7 +67,8 @@ def corpus_embeddings(
     params = embedding_params(model, text_fields)
 
     def build(folder: Path) -> None:
-        vectors = embed_texts(docs.texts(text_fields), model=model, progress=progress)
+        texts = docs.texts(text_fields)
+        vectors, _ = embed_cached(texts, model, params["model_fingerprint"], docs.ws, progress=progress)
         with atomic_writer(folder / "embeddings.npy", "wb") as handle:
             np.save(handle, vectors, allow_pickle=False)
 
