@@ -35,8 +35,13 @@ def test_price_table_is_read_and_checked():
     price = price_from_config({"price": {"input_per_mtok": 2.0, "output_per_mtok": 8.0}}, "x.toml")
     assert price == Price(input_per_mtok=2.0, output_per_mtok=8.0, currency="USD")
     assert price.cost(1_000_000, 0) == pytest.approx(2.0) and price.cost(1000, 500) == pytest.approx(0.006)
-    assert price_from_config({}, "x.toml") is None
-    for bad in ({"input_per_mtok": -1, "output_per_mtok": 1}, {"input_per_mtok": 1}, {"in": 1, "out": 2}):
+    assert price_from_config({}, "x.toml") is None and price.batch_factor == 1.0
+    for bad in (
+        {"input_per_mtok": -1, "output_per_mtok": 1},
+        {"input_per_mtok": 1},
+        {"in": 1, "out": 2},
+        {"input_per_mtok": 1, "output_per_mtok": 1, "batch_factor": 0},
+    ):
         with pytest.raises(BadInput, match="x.toml: bad price"):
             price_from_config({"price": bad}, "x.toml")
 
@@ -99,12 +104,13 @@ def test_dry_run_prices_openai_without_a_key_and_writes_nothing(cost_ws, capsys,
     assert est["priced"] and est["currency"] == "USD" and est["input_per_mtok"] == 2.0
     assert est["prompt_tokens_exact"] is False  # OpenAI offers no tokenizer endpoint: estimated, and said so
     assert est["prompt_tokens"] > 3 * 200 and est["max_completion_tokens"] == 3 * 800
+    assert est["batch_factor"] == 0.5 and est["cost_at_most_batch"] == pytest.approx(est["cost_at_most"] / 2, abs=1e-6)
     assert est["cost_at_most"] == pytest.approx(
         (est["prompt_tokens"] * 2.0 + est["max_completion_tokens"] * 8.0) / 1e6, abs=1e-6
     )
     assert not (ws.results / INSTANCE).exists() or not any((ws.results / INSTANCE).rglob("RUN.json"))
     code, out, err = run_cli(["score", frozen, "--judge", config, "--dry-run"], root=ws.root, capsys=capsys)
-    assert code == 0 and "estimated from characters" in out and "USD" in out, out + err
+    assert code == 0 and "estimated from characters" in out and "through provider batch files" in out, out + err
     print(out)
 
 

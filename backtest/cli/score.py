@@ -119,6 +119,11 @@ def _print_estimate(est: dict, as_json: bool) -> None:
             f"  cost: {est['cost_prompt']:.4f} {est['currency']} for the prompts, at most "
             f"{est['cost_at_most']:.4f} {est['currency']} with the longest answers ({est['note']})"
         )
+        if est["batch_factor"] < 1:
+            click.echo(
+                f"  through provider batch files (judge batch export, billed x{est['batch_factor']:g}): at most "
+                f"{est['cost_at_most_batch']:.4f} {est['currency']}"
+            )
     else:
         click.echo("  cost: the judge config has no price table (price = {input_per_mtok, output_per_mtok, currency})")
 

@@ -2,9 +2,10 @@
 
 A config (judge, pairwise judge, ...) may carry its endpoint's prices as a TOML table::
 
-    price = { input_per_mtok = 2.00, output_per_mtok = 8.00, currency = "USD" }
+    price = { input_per_mtok = 2.00, output_per_mtok = 8.00, currency = "USD", batch_factor = 0.5 }
 
-(per million prompt and completion tokens). A config without one has no cost: runs still
+(per million prompt and completion tokens; ``batch_factor``, optional, is what the provider's
+batch API bills as a share of that, for ``score --dry-run``'s batch line). A config without one has no cost: runs still
 record tokens, and say that no price was given.
 
 Before a call, :func:`count_prompt_tokens` counts a chat's prompt tokens exactly with the
@@ -36,6 +37,7 @@ class Price(BaseModel):
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
     currency: str = "USD"
+    batch_factor: float = Field(default=1.0, gt=0, le=1)  # what a provider batch API bills, as a share of this
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """The price of ``prompt_tokens`` in and ``completion_tokens`` out."""

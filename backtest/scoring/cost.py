@@ -36,7 +36,7 @@ def judge_price(judge: Any) -> Price | None:
 def price_record(price: Price | None) -> dict[str, Any]:
     """The price fields of a cost record (``priced: False`` when the config has none)."""
     if price is None:
-        return {"priced": False, "currency": None, "input_per_mtok": None, "output_per_mtok": None}
+        return {"priced": False, "currency": None, "input_per_mtok": None, "output_per_mtok": None, "batch_factor": 1.0}
     return {"priced": True, **price.model_dump()}
 
 
@@ -94,6 +94,7 @@ def estimate_questions(
         "max_completion_tokens": completion,
         "cost_prompt": round(price.cost(prompt, 0), 6) if price else None,
         "cost_at_most": round(price.cost(prompt, completion), 6) if price else None,
+        "cost_at_most_batch": round(price.cost(prompt, completion) * price.batch_factor, 6) if price else None,
         "per_question": [
             {
                 "question_id": qid,
