@@ -52,6 +52,17 @@ def run_cli(args: list[str], root: Path | None = None, capsys=None) -> tuple[int
     return code, out, err
 
 
+def assert_key_written_nowhere(key: str, *folders: Path) -> int:
+    """No file under ``folders`` holds the bytes of ``key`` (a fake API key); returns how many files were read."""
+    n = 0
+    for folder in folders:
+        for f in folder.rglob("*"):
+            if f.is_file():
+                n += 1
+                assert key.encode() not in f.read_bytes(), f"API key found in {f}"
+    return n
+
+
 @pytest.fixture
 def cli(capsys):
     """Call the CLI: ``cli(args, root=...)`` -> (code, stdout, stderr)."""

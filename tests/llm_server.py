@@ -21,6 +21,7 @@ the package's binary. ``--no-repack`` is passed because this machine's CPU adver
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -169,3 +170,42 @@ def llm_server(tmp_path_factory):
         yield base_url
     finally:
         stop_llama_server(proc)
+
+
+KEY_ENV = "BACKTEST_TEST_LLM_KEY"  # the variable the test configs name for their (fake) API key
+COMPACT_PROMPT = Path(__file__).resolve().parents[1] / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+
+
+def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:
+    """A judge config for the tiny local model: the compact prompt, 2 documents shown, short answers.
+
+    Gemma 3 270M on a shared CPU generates about one token a second, so the answer is kept
+    short by the schema (2 enumerated ids, relevance <= 24 and rationale <= 60 characters:
+    at most ~260 characters of JSON); the protocol (schema, constraints, retries, cache) is
+    the same. ``max_tokens`` must not cut off an answer the schema allows (at 120 a CI run
+    got an unterminated string at character 212, four times at temperature 0, so a
+    judge_failed judgment), so it allows about one token per character of that bound.
+    """
+    settings = {
+        "kind": "llm",
+        "name": "gemma-test",
+        "base_url": base_url,
+        "model": LLM_MODEL,
+        "api_key_env": KEY_ENV,
+        "temperature": 0.0,
+        "max_tokens": 320,
+        "concurrency": 2,
+        "timeout_s": 900,
+        "max_retries": 3,
+        "backoff_s": 0.2,
+        "prompt": COMPACT_PROMPT.as_posix(),
+        "max_doc_chars": 120,
+        "max_documents": 2,
+        "max_rationale_chars": 60,
+        "max_relevance_chars": 24,
+        "cache": cache.as_posix(),
+        **extra,
+    }
+    lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -32,52 +32,19 @@ from backtest.judge.batch import (
     manifest_path_of,
     write_batch,
 )
-from tests.conftest import REPO, run_cli
-from tests.llm_server import LLM_MODEL, llm_packages_installed, start_llama_server, stop_llama_server
+from tests.conftest import REPO, assert_key_written_nowhere, run_cli
+from tests.llm_server import (
+    KEY_ENV,
+    LLM_MODEL,
+    judge_config,
+    llm_packages_installed,
+    start_llama_server,
+    stop_llama_server,
+)
 
 INSTANCE = "astro-2025-ep"
-KEY_ENV = "BACKTEST_TEST_LLM_KEY"
 API_KEY = "sk-fake-batch-key-DO-NOT-WRITE-4b81e2"
-COMPACT_PROMPT = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # nothing listens: an HTTP call fails at once
-
-
-def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:
-    """A judge config for the tiny local model (the pattern of tests/test_score_e2e.py): the compact prompt,
-    2 documents shown, short answers bounded by the schema, max_tokens that never cuts one off."""
-    settings = {
-        "kind": "llm",
-        "name": "gemma-test",
-        "base_url": base_url,
-        "model": LLM_MODEL,
-        "api_key_env": KEY_ENV,
-        "temperature": 0.0,
-        "max_tokens": 320,
-        "concurrency": 2,
-        "timeout_s": 900,
-        "max_retries": 3,
-        "backoff_s": 0.2,
-        "prompt": COMPACT_PROMPT.as_posix(),
-        "max_doc_chars": 120,
-        "max_documents": 2,
-        "max_rationale_chars": 60,
-        "max_relevance_chars": 24,
-        "cache": cache.as_posix(),
-        **extra,
-    }
-    path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items()))
-    return path
-
-
-def assert_key_written_nowhere(*folders: Path) -> int:
-    """No file under ``folders`` holds the fake API key's bytes; returns how many files were read."""
-    n = 0
-    for folder in folders:
-        for f in folder.rglob("*"):
-            if f.is_file():
-                n += 1
-                assert API_KEY.encode() not in f.read_bytes(), f"API key found in {f}"
-    return n
 
 
 def one_line_error(err: str) -> str:
@@ -198,7 +165,7 @@ def test_export_writes_the_judges_exact_first_requests(exported):
         )
     assert manifest["schema_version"] == "1" and manifest["judge"]["config_path"] == str(cfg.resolve())
     assert len(manifest["judge"]["config_sha256"]) == 64 and manifest["frozen"]["seal"] == "0" * 64
-    assert "Authorization" not in out.read_text() and assert_key_written_nowhere(out.parent) == 2
+    assert "Authorization" not in out.read_text() and assert_key_written_nowhere(API_KEY, out.parent) == 2
 
 
 def test_import_caches_answers_so_the_judge_asks_nothing(exported, tmp_path, cli):
@@ -264,7 +231,7 @@ def test_import_caches_answers_so_the_judge_asks_nothing(exported, tmp_path, cli
         write_batch(fresh, questions, documents, tmp_path / "batch" / "none.jsonl", ws, SYNTHETIC_FROZEN).n_requests
         == 0
     )
-    assert assert_key_written_nowhere(tmp_path) >= 8
+    assert assert_key_written_nowhere(API_KEY, tmp_path) >= 8
 
 
 def test_failed_lines_are_reported_by_custom_id_and_not_cached(exported, tmp_path, cli):
@@ -530,7 +497,10 @@ def test_batch_round_trip_scores_without_http_and_matches_online(
     assert batch_judgments == online_judgments
 
     assert (
-        assert_key_written_nowhere(files, ws.root / ".cache", Path(scored["run_dir"]), online_ws.root / ".cache") > 10
+        assert_key_written_nowhere(
+            API_KEY, files, ws.root / ".cache", Path(scored["run_dir"]), online_ws.root / ".cache"
+        )
+        > 10
     )
     print(
         f"batch: rounds {rounds}, {service.calls} server calls in {batch_seconds:.0f} s (generation "
@@ -598,7 +568,7 @@ def test_a_corrupted_result_line_is_reported_and_score_asks_only_it_online(
     assert scored["http_calls"] == len(asked) >= 1 and scored["cache_hits"] == len(before)
     question = next(q for _, q in iter_jsonl(frozen / "questions.jsonl") if q["question_id"] == failed_qid)
     assert all(question["question"].strip() in material["messages"][1]["content"] for material in asked.values())
-    assert assert_key_written_nowhere(tmp_path) > 5
+    assert assert_key_written_nowhere(API_KEY, tmp_path) > 5
     print(
         f"corrupted line: {len(retries)} constraint retries batched; score then made {scored['http_calls']} HTTP "
         f"calls, all for {failed_qid}, and {scored['cache_hits']} cache hits"

@@ -31,14 +31,13 @@ from backtest.corpus.instance import load_instance, open_past_corpus
 from backtest.scoring.score import score_frozen
 from backtest.studies.demo import make_demo_submission
 from backtest.submit.freeze import freeze_submission
-from tests.conftest import REPO, run_cli
-from tests.llm_server import LLM_MODEL
+from tests.conftest import REPO, assert_key_written_nowhere, run_cli
+from tests.llm_server import COMPACT_PROMPT, LLM_MODEL, judge_config
 
 pytestmark = pytest.mark.slow
 
 INSTANCE = "astro-2025-ep"
 API_KEY = "sk-fake-test-key-DO-NOT-WRITE-7f3a9c"
-COMPACT_PROMPT = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -298,51 +297,6 @@ def test_edited_partial_line_is_rejudged_not_kept(score_ws):
 # --------------------------------------------------------------------------- the real LLM server
 
 
-def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:
-    """A judge config for the tiny local model: the compact prompt, 2 documents shown, short answers.
-
-    Gemma 3 270M on a shared CPU generates about one token a second, so the answer is kept
-    short by the schema (2 enumerated ids, relevance <= 24 and rationale <= 60 characters:
-    at most ~260 characters of JSON); the protocol (schema, constraints, retries, cache) is
-    the same. ``max_tokens`` must not cut off an answer the schema allows (at 120 a CI run
-    got an unterminated string at character 212, four times at temperature 0, so a
-    judge_failed judgment), so it allows about one token per character of that bound.
-    """
-    settings = {
-        "kind": "llm",
-        "name": "gemma-test",
-        "base_url": base_url,
-        "model": LLM_MODEL,
-        "api_key_env": "BACKTEST_TEST_LLM_KEY",
-        "temperature": 0.0,
-        "max_tokens": 320,
-        "concurrency": 2,
-        "timeout_s": 900,
-        "max_retries": 3,
-        "backoff_s": 0.2,
-        "prompt": COMPACT_PROMPT.as_posix(),
-        "max_doc_chars": 120,
-        "max_documents": 2,
-        "max_rationale_chars": 60,
-        "max_relevance_chars": 24,
-        "cache": cache.as_posix(),
-        **extra,
-    }
-    lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def assert_key_written_nowhere(*folders: Path) -> int:
-    n = 0
-    for folder in folders:
-        for f in folder.rglob("*"):
-            if f.is_file():
-                n += 1
-                assert API_KEY.encode() not in f.read_bytes(), f"API key found in {f}"
-    return n
-
-
 @pytest.mark.llm
 @pytest.mark.timeout(3600)  # a 270M model on a loaded 2-core CPU took 22 min here
 def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server, tmp_path, monkeypatch, capsys):
@@ -383,7 +337,7 @@ def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server,
     second = json.loads(out)
     assert second["http_calls"] == 0 and second["cache_hits"] >= 5 and second["judged_now"] == 5
     assert judgment_bytes(Path(second["run_dir"])) == judgment_bytes(run_dir)
-    assert assert_key_written_nowhere(ws.results, ws.cache) > 10
+    assert assert_key_written_nowhere(API_KEY, ws.results, ws.cache) > 10
     print(
         f"llm e2e: {first['http_calls']} HTTP calls, {first['prompt_tokens']} prompt + {first['completion_tokens']} "
         f"completion tokens; rerun {second['http_calls']} calls, {second['cache_hits']} cache hits; "
@@ -558,7 +512,7 @@ def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp
     strip = lambda j: {k: v for k, v in j.items() if k not in ("judge",)}  # noqa: E731 - config hash differs
     assert {q: strip(j) for q, j in again.items()} == {q: strip(j) for q, j in judgments.items()}
     assert hang.upstream_calls == 0  # every answer came from the proxy's memory of the real server's answers
-    assert assert_key_written_nowhere(ws.results, ws.cache) > 10
+    assert assert_key_written_nowhere(API_KEY, ws.results, ws.cache) > 10
     print(
         f"fault test: retry reasons {reasons}; upstream generations {proxy.upstream_calls}; "
         f"flagged {[q for q, j in judgments.items() if j['needs_review']]}"
