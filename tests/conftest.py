@@ -52,6 +52,15 @@ def run_cli(args: list[str], root: Path | None = None, capsys=None) -> tuple[int
     return code, out, err
 
 
+@pytest.fixture(scope="module")
+def shared_index_cache():
+    """Reuse the dense index of the future corpus across workspaces (the retrieval tests' cache), whatever
+    ``BACKTEST_INDEX_CACHE`` the environment set: modules use it with ``pytest.mark.usefixtures``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))
+        yield
+
+
 def assert_key_written_nowhere(key: str, *folders: Path) -> int:
     """No file under ``folders`` holds the bytes of ``key`` (a fake API key); returns how many files were read."""
     n = 0

@@ -32,7 +32,7 @@ from backtest.judge.batch import (
     manifest_path_of,
     write_batch,
 )
-from tests.conftest import REPO, assert_key_written_nowhere, run_cli
+from tests.conftest import assert_key_written_nowhere, run_cli
 from tests.llm_server import (
     KEY_ENV,
     LLM_MODEL,
@@ -43,6 +43,7 @@ from tests.llm_server import (
 )
 
 INSTANCE = "astro-2025-ep"
+pytestmark = pytest.mark.usefixtures("shared_index_cache")
 API_KEY = "sk-fake-batch-key-DO-NOT-WRITE-4b81e2"
 CLOSED_PORT_URL = "http://127.0.0.1:9"  # nothing listens: an HTTP call fails at once
 
@@ -326,14 +327,6 @@ def test_the_manifest_schema_is_listed(cli):
 
 
 # --------------------------------------------------------------------------- slow: real instance, real server
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_index_cache():
-    """Reuse the dense index of the future corpus across workspaces (the retrieval tests' cache)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))
-        yield
 
 
 @pytest.fixture(scope="module")

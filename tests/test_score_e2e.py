@@ -34,18 +34,10 @@ from backtest.submit.freeze import freeze_submission
 from tests.conftest import REPO, assert_key_written_nowhere, run_cli
 from tests.llm_server import COMPACT_PROMPT, LLM_MODEL, judge_config
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shared_index_cache")]
 
 INSTANCE = "astro-2025-ep"
 API_KEY = "sk-fake-test-key-DO-NOT-WRITE-7f3a9c"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shared_index_cache():
-    """Reuse the dense index of the future corpus across workspaces (the retrieval tests' cache)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))
-        yield
 
 
 @pytest.fixture(scope="module")
