@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import os
+import secrets
 import shutil
 from pathlib import Path
 
@@ -59,6 +60,33 @@ def shared_index_cache():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))
         yield
+
+
+@pytest.fixture(scope="session")
+def ray_token(tmp_path_factory):
+    """Ray clusters with token authentication, on a private token: the tests neither read nor write ``~/.ray``.
+
+    Ray (2.5x) turns token authentication on for a cluster it starts whenever ``~/.ray/auth_token``
+    exists, while a driver given an explicit ``--ray-address`` sends a token only under
+    ``RAY_AUTH_MODE=token``: a token left in ``~/.ray`` by anything made a cluster the tests started
+    refuse the tests' own driver. ``RAY_AUTH_MODE`` and ``RAY_AUTH_TOKEN_PATH`` are set for the session
+    (clusters started by ``ray start`` or ``ray.init`` inherit them) and Ray's cached config re-read."""
+    ray = pytest.importorskip("ray", reason="the ray executor needs the scale extra (pip install -e '.[scale]')")
+    token = tmp_path_factory.mktemp("ray-auth") / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_AUTH_MODE", "token")
+        mp.setenv("RAY_AUTH_TOKEN_PATH", str(token))
+        mp.delenv("RAY_AUTH_TOKEN", raising=False)
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+        yield token
+        if ray.is_initialized():
+            ray.shutdown()
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 def assert_key_written_nowhere(key: str, *folders: Path) -> int:

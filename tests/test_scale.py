@@ -43,8 +43,9 @@ RAY_BIN = Path(sys.executable).with_name("ray")
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A real Ray head node on 127.0.0.1 with 2 CPUs, started with ``ray start --head``; yields its address."""
+def cluster(ray_token):
+    """A real Ray head node on 127.0.0.1 with 2 CPUs and token authentication (the ``ray_token`` fixture),
+    started with ``ray start --head``; yields its address."""
     from tests.llm_server import free_port
 
     port = free_port()
@@ -173,3 +174,19 @@ def test_ray_executor_errors_are_one_line(scale_ws, capsys):
     )
     assert code == 2 and len(err.strip().splitlines()) == 1 and "cannot reach the Ray cluster" in err, err
     assert not (ws.results / INSTANCE / "demo_claims" / "nowhere").exists(), "refused before anything is written"
+
+
+def test_a_driver_without_the_token_is_told_why(scale_ws, cluster):
+    """The cluster authenticates; a driver not in token mode is refused with a last line saying what to set
+    (Ray's own retry warnings come before it on stderr). Run as a separate process: this one is in token mode."""
+    ws, frozen = scale_ws
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")}
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("backtest")), "--root", str(ws.root), "score", str(frozen),
+         "--executor", "ray", "--ray-address", cluster, "--run-id", "no-token"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert last.startswith("error: cannot reach the Ray cluster") and "RAY_AUTH_MODE=token" in last, last
+    assert not (ws.results / INSTANCE / "demo_claims" / "no-token").exists(), "refused before anything is written"

@@ -38,6 +38,12 @@ from backtest.core.registry import Registry
 R = TypeVar("R")
 
 RAY_HINT = "the ray executor needs Ray: pip install -e '.[scale]' (or pip install 'ray[data]')"
+# Ray starts clusters with token authentication when ~/.ray/auth_token exists, but a driver given an
+# address sends the token only when told to: the usual reason a cluster that answers still refuses us.
+AUTH_HINT = (
+    "; if the cluster uses token authentication, set RAY_AUTH_MODE=token (the token is read from "
+    "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+)
 
 
 @dataclass(frozen=True)
@@ -115,7 +121,8 @@ def ray_module(spec: ExecutorSpec) -> ModuleType:
         try:
             ray.init(**kwargs)
         except ConnectionError as exc:
-            raise BadInput(f"cannot reach the Ray cluster at {spec.address!r}: {exc}") from None
+            hint = "" if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" else AUTH_HINT
+            raise BadInput(f"cannot reach the Ray cluster at {spec.address!r}: {exc}{hint}") from None
     return ray
 
 
