@@ -21,7 +21,7 @@ install:  ## create .venv and install backtest with its test, local-LLM, dev and
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip wheel setuptools
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e '.[test,llm,dev,scale]'
+	$(BIN)/pip install -e '.[test,llm,dev,scale,onnx]'
 
 # Debian's Chromium, for the test that opens report.html in a headless browser (it skips without one).
 # A system package: needs root or sudo; without either this says so and installs nothing.

@@ -6,11 +6,18 @@
   and ``*.md`` result tables included as they are.
 
 The pages are build outputs (git-ignored), never edited by hand.
+
+It also fills the benchmark blocks of the committed pages (``docs/*.md``, ``README.md``): the text
+between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` is replaced by ``summary(results)`` of
+``bench/bench_NAME.py``, given ``bench/results/NAME.json``, so every number the docs quote is
+generated from a committed result (``tests/test_docs.py`` fails when a block is out of date).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,7 @@ import click
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "reference"
+BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
 
 
 def walk(command: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
@@ -103,7 +111,31 @@ def benchmarks_page() -> str:
     return "\n".join(lines)
 
 
+def bench_summary(name: str) -> str:
+    """``summary(results)`` of ``bench/bench_NAME.py`` on its committed ``bench/results/NAME.json``."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    module = importlib.import_module(f"bench.bench_{name}")
+    results = json.loads((ROOT / "bench" / "results" / f"{name}.json").read_text())
+    return module.summary(results).strip() + "\n"
+
+
+def fill_bench_blocks(text: str) -> str:
+    """``text`` with every ``<!-- bench:NAME -->`` block rendered from the committed results."""
+    return BLOCK.sub(lambda m: m.group(1) + bench_summary(m.group("name")) + m.group(4), text)
+
+
+def pages_with_bench_blocks() -> list[Path]:
+    return [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if BLOCK.search(p.read_text())]
+
+
 def main() -> int:
+    for page in pages_with_bench_blocks():
+        text = page.read_text(encoding="utf-8")
+        filled = fill_bench_blocks(text)
+        if filled != text:
+            page.write_text(filled, encoding="utf-8")
+            print(f"filled the benchmark numbers of {page.relative_to(ROOT)}")
     OUT.mkdir(parents=True, exist_ok=True)
     for name, render in (("cli.md", cli_page), ("schemas.md", schemas_page), ("benchmarks.md", benchmarks_page)):
         (OUT / name).write_text(render() + "\n", encoding="utf-8")

@@ -60,3 +60,14 @@ def test_every_docs_page_is_in_the_nav() -> None:
     pages = sorted(p.relative_to(REPO / "docs").as_posix() for p in (REPO / "docs").glob("*.md"))
     assert pages and all(page in nav for page in pages), [p for p in pages if p not in nav]
     assert isinstance(cli, click.Group)
+
+
+def test_the_numbers_the_docs_quote_are_the_committed_benchmark_results() -> None:
+    """Every ``<!-- bench:NAME -->`` block of README.md and docs/*.md is what ``make docs`` renders from
+    ``bench/results/NAME.json``: a number typed by hand, or a result committed without its docs, fails."""
+    docs = gen_docs()
+    pages = docs.pages_with_bench_blocks()
+    assert pages, "no page quotes a benchmark through a generated block"
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert docs.fill_bench_blocks(text) == text, f"{page.name}: run `make docs` (or scripts/gen_docs.py)"

