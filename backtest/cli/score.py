@@ -149,7 +149,9 @@ def report(ctx, run_dir):
 
 
 @click.command("demo")
-@click.option("--instance", "instance_id", default="astro-2025", show_default=True, help="A built instance.")
+@click.option(
+    "--instance", "instance_id", default="astro-2025-ep", show_default=True, help="A built instance (make instances)."
+)
 @click.option("--n", "n_questions", default=12, show_default=True, help="Questions in the demo submission.")
 @click.option("--seed", default=0, show_default=True)
 @click.pass_context

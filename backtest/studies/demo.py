@@ -94,7 +94,12 @@ def make_demo_submission(
 
 
 def run_demo(
-    ws, instance_id: str = "astro-2025", n: int = 12, seed: int = 0, progress: bool = False, judge_spec: str = "offline"
+    ws,
+    instance_id: str = "astro-2025-ep",
+    n: int = 12,
+    seed: int = 0,
+    progress: bool = False,
+    judge_spec: str = "offline",
 ):
     """Make the demo submission, freeze it (or reuse an identical frozen set), score it offline.
 
