@@ -39,22 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.timing import Timer
+
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "all-MiniLM-L6-v2"
 BACKENDS = ("torch", "onnx", "onnx-int8")
 LAYERS, HIDDEN, INTERMEDIATE = 6, 384, 1536
-
-
-class Timer:
-    """Wall and CPU seconds of a block (CPU: the whole process, every thread)."""
-
-    def __enter__(self):
-        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall0
-        self.cpu = time.process_time() - self.cpu0
 
 
 def _spec(backend: str) -> str:
