@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import heapq
+import importlib
 import json
 import multiprocessing
 import os
@@ -23,6 +24,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
+from types import ModuleType
 from typing import Iterable, Iterator
 
 from backtest.core.errors import BadInput, CheckFailed
@@ -109,6 +111,7 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
     seen: set[str] = set()
     # per id rewrite a source may make: the ids whose first occurrence it rewrote
     rewritten: dict[str, set[str]] = {flag: set() for flag, _ in ID_REWRITES}
+    repaired, stripped = rewritten["last_id_repaired"], rewritten["last_id_stripped"]
     for row in source.rows(files):
         counts["n_read"] += 1
         identifier = row["id"]
@@ -119,9 +122,11 @@ def filtered_rows(opts: BuildOptions, files: list[Path], counts: dict[str, int])
                     counts[collisions] = counts.get(collisions, 0) + 1
             continue
         seen.add(identifier)
-        for flag, _ in ID_REWRITES:
-            if getattr(source, flag):
-                rewritten[flag].add(identifier)
+        # the two ID_REWRITES flags, spelled out: this loop runs once per row read
+        if source.last_id_repaired:
+            repaired.add(identifier)
+        if source.last_id_stripped:
+            stripped.add(identifier)
         day = row["published"]
         if (start and day < start) or (end and day > end):
             counts["n_outside_window"] += 1
@@ -153,7 +158,7 @@ def encoded_records(opts: BuildOptions, files: list[Path], counts: dict[str, int
         identifier = row["id"]
         if _BAD_ID.search(identifier):
             raise BadInput(f"record id {identifier!r} contains whitespace or control characters")
-        yield identifier, row["published"].isoformat(), record_line(row).encode("utf-8")
+        yield identifier, row["published"].isoformat(), record_bytes(row)
 
 
 def _pipelined_records(
@@ -220,6 +225,15 @@ def _reader(opts: BuildOptions, files: list[Path], conn) -> None:
         conn.close()
 
 
+def _json_data(row: dict) -> dict:
+    """A record's field dict as JSON-ready data: absent optionals dropped, dates as ISO days."""
+    data = {k: v for k, v in row.items() if v is not None} if None in row.values() else dict(row)
+    data["published"] = data["published"].isoformat()
+    if "citation_count_as_of" in data:
+        data["citation_count_as_of"] = data["citation_count_as_of"].isoformat()
+    return data
+
+
 def record_line(row: dict) -> str:
     """The canonical JSON line of a record given as a field dict; equal to ``CorpusRecord.canonical_line()``.
 
@@ -227,14 +241,34 @@ def record_line(row: dict) -> str:
     line is not already NFC (a JSON text is NFC exactly when all its strings are, as
     JSON's own characters never combine); otherwise the exact per-string path is taken.
     """
-    data = {k: v for k, v in row.items() if v is not None} if None in row.values() else dict(row)
-    data["published"] = data["published"].isoformat()
-    if "citation_count_as_of" in data:
-        data["citation_count_as_of"] = data["citation_count_as_of"].isoformat()
+    data = _json_data(row)
     text = _dumps(data)
     if not unicodedata.is_normalized("NFC", text):
         text = canonical_json(data)
     return text
+
+
+def record_bytes(row: dict) -> bytes:
+    """``record_line(row)`` encoded as UTF-8, the bytes the builder writes and hashes.
+
+    With ``orjson`` installed it encodes (faster than ``json``'s C encoder); its
+    output for key-sorted dicts of strings, lists, ints, booleans and None (a record's
+    field types) is the same bytes as :func:`record_line`'s (every code point checked,
+    tests/test_corpus_fast.py). What it refuses (an int past 64 bits, a lone surrogate, and,
+    as ``json`` does, dates, dataclasses and subclasses of str, int, list and dict) takes
+    :func:`record_line`'s path, so the result, or the error, is that path's. An all-ASCII
+    line is NFC as it stands.
+    """
+    if _orjson is None:
+        return record_line(row).encode("utf-8")
+    data = _json_data(row)
+    try:
+        line = _orjson.dumps(data, default=_no_default, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError: what it cannot encode, json decides
+        return record_line(row).encode("utf-8")
+    if line.isascii() or unicodedata.is_normalized("NFC", line.decode("utf-8")):
+        return line
+    return canonical_json(data).encode("utf-8")
 
 
 def _no_default(obj):
@@ -255,6 +289,24 @@ def _make_dumps():
 
 
 _dumps = _make_dumps()
+
+
+def _optional_module(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - the tests also run record_bytes with _orjson set to None
+        return None
+
+
+_orjson = _optional_module("orjson")  # optional: the same bytes without it, only slower (record_bytes)
+_ORJSON_OPTIONS = (
+    _orjson.OPT_SORT_KEYS
+    | _orjson.OPT_PASSTHROUGH_DATETIME
+    | _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_SUBCLASS
+    if _orjson is not None
+    else 0
+)
 
 
 def build_or_reuse(opts: BuildOptions, ws: Workspace) -> str:
