@@ -32,10 +32,11 @@ from backtest.cli.common import (
 @click.option(
     "--index",
     "dense_index",
-    type=click.Choice(["flat", "hnsw", "ivf"]),
-    default="flat",
+    type=click.Choice(["auto", "flat", "hnsw", "ivf"]),
+    default="auto",
     show_default=True,
-    help="faiss index for dense/hybrid: exact (flat) or approximate (hnsw, ivf).",
+    help="faiss index for dense/hybrid: exact (flat), approximate (hnsw, ivf), or auto: exact up to "
+    "1,000,000 documents, hnsw above.",
 )
 @executor_options
 @json_option
@@ -52,7 +53,7 @@ def retrieve(ctx, frozen_dir, out_dir, method, k, dense_index, executor_name, ra
     from backtest.submit.freeze import load_frozen
 
     ws = workspace(ctx)
-    settings = {"index": dense_index} if dense_index != "flat" else {}
+    settings = {"index": dense_index} if dense_index != "auto" else {}
     with use(executor_spec(executor_name, ray_address, ray_cpus)):
         retrievals = retrieve_frozen(frozen_dir, ws, method=method, k=k, progress=progress_enabled(), **settings)
     if out_dir is None:

@@ -10,7 +10,12 @@ folder on disk.
 
 Index kinds (``index=``):
 
-- ``flat`` (default): ``faiss.IndexFlatIP``, exact; built in memory from the
+- ``auto`` (default): ``flat`` up to ``exact_max_docs`` documents (``EXACT_MAX_DOCS``,
+  1,000,000: every corpus of today, 311k papers at most, is searched exactly), the
+  approximate ``ann`` kind (``hnsw``) above it. The spec's ``params.index`` names the
+  search actually used, and ``params.selected`` says when the threshold chose it.
+  ``bench/bench_retrieval.py`` measures HNSW's recall@8 against exact (goal >= 0.98).
+- ``flat``: ``faiss.IndexFlatIP``, exact; built in memory from the
   cached embeddings (it *is* the embeddings, nothing more to store).
 - ``hnsw``: ``faiss.IndexHNSWFlat`` (inner product), approximate, for large
   corpora; ``hnsw_m`` and ``ef_construction`` are part of the cache key
@@ -36,7 +41,27 @@ from backtest.retrieve.protocol import FutureDocs, Hit
 from backtest.text.embed import DEFAULT_MODEL, embed_texts, model_fingerprint
 from backtest.text.vectors import embed_cached
 
-INDEX_KINDS = ("flat", "hnsw", "ivf")
+INDEX_KINDS = ("auto", "flat", "hnsw", "ivf")
+EXACT_MAX_DOCS = 1_000_000
+"""Above this many documents ``index="auto"`` searches an approximate index instead of exact flat."""
+ANN_KINDS = ("hnsw", "ivf")
+DEFAULT_ANN = "hnsw"
+HNSW_DEFAULTS = {"hnsw_m": 32, "ef_construction": 200, "ef_search": 128}
+"""HNSW parameters (recall@8 against exact measured by ``bench/bench_retrieval.py``)."""
+
+
+def resolve_index(index: str, n_docs: int, exact_max_docs: int = EXACT_MAX_DOCS, ann: str = DEFAULT_ANN) -> str:
+    """The faiss index kind searched for ``n_docs`` documents: ``index`` itself, or for ``auto`` flat
+    up to ``exact_max_docs`` documents and ``ann`` above."""
+    if index not in INDEX_KINDS:
+        raise BadInput(f"dense index {index!r}: choose one of {', '.join(INDEX_KINDS)}")
+    if ann not in ANN_KINDS:
+        raise BadInput(f"dense ann {ann!r}: choose one of {', '.join(ANN_KINDS)}")
+    if isinstance(exact_max_docs, bool) or not isinstance(exact_max_docs, int) or exact_max_docs < 0:
+        raise BadInput(f"dense exact_max_docs must be a whole number >= 0, not {exact_max_docs!r}")
+    if index != "auto":
+        return index
+    return "flat" if n_docs <= exact_max_docs else ann
 
 
 def _faiss():
@@ -94,17 +119,19 @@ class DenseRetriever:
         docs: FutureDocs,
         model: str = DEFAULT_MODEL,
         text_fields: Sequence[str] = ("title", "abstract"),
-        index: str = "flat",
-        hnsw_m: int = 32,
-        ef_construction: int = 200,
-        ef_search: int = 128,
+        index: str = "auto",
+        exact_max_docs: int = EXACT_MAX_DOCS,
+        ann: str = DEFAULT_ANN,
+        hnsw_m: int = HNSW_DEFAULTS["hnsw_m"],
+        ef_construction: int = HNSW_DEFAULTS["ef_construction"],
+        ef_search: int = HNSW_DEFAULTS["ef_search"],
         nlist: int | None = None,
         nprobe: int = 16,
         progress: bool = False,
         **_: Any,
     ):
-        if index not in INDEX_KINDS:
-            raise BadInput(f"dense index {index!r}: choose one of {', '.join(INDEX_KINDS)}")
+        requested = index
+        index = resolve_index(index, len(docs), exact_max_docs, ann)
         faiss = _faiss()
         self.docs = docs
         self.model = model
@@ -117,6 +144,8 @@ class DenseRetriever:
             "model_fingerprint": emb_params["model_fingerprint"],
             "embedding_key": self.embedding_key,
         }
+        if requested == "auto" and index != "flat":
+            self.params["selected"] = f"auto: {n} documents > exact_max_docs {exact_max_docs}"
         if index == "flat":
             self.key = self.embedding_key
             self.index = faiss.IndexFlatIP(dim)
@@ -128,6 +157,7 @@ class DenseRetriever:
             nlist = nlist or max(1, min(n // 39, int(4 * math.sqrt(n))))
             self.params.update(nlist=nlist)
         key_params: dict[str, Any] = dict(self.params, faiss=faiss.__version__)
+        key_params.pop("selected", None)  # the same index whether chosen by name or by the threshold
 
         def build(folder: Path) -> None:
             if index == "hnsw":
