@@ -31,6 +31,7 @@ from backtest.corpus.instance import load_instance, open_past_corpus
 from backtest.scoring.score import score_frozen
 from backtest.studies.demo import make_demo_submission
 from backtest.submit.freeze import freeze_submission
+from tests.browser import chromium, run_chromium
 from tests.conftest import REPO, assert_key_written_nowhere, run_cli
 from tests.llm_server import COMPACT_PROMPT, LLM_MODEL, judge_config
 
@@ -115,6 +116,7 @@ RUN_FILE_MODELS = {
     "metrics.json": "metrics",
     "judgments.jsonl": "judgment",
     "retrieval.jsonl": "retrieval",
+    "contamination.json": "contamination",  # the contamination probe (backtest.validity.contamination)
 }
 RENDERINGS = {"report.md", "report.html"}
 
@@ -528,9 +530,7 @@ def test_report_renders_in_headless_chromium(score_ws, tmp_path):
 
     Needs Debian's chromium (`make install-browser`, which `.ci/run` calls); skips without it.
     """
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if browser is None:
-        pytest.skip("chromium not installed (make install-browser)")
+    chromium()
     from backtest.scoring.report import _COLORS, HIST_COLOR
 
     ws, five, _ = score_ws
@@ -538,26 +538,8 @@ def test_report_renders_in_headless_chromium(score_ws, tmp_path):
     if not (run_dir / "report.html").is_file():
         score_frozen(five, ws, run_id="offline-a")
     shot = tmp_path / "report.png"
-    # the background-networking flags keep Chromium from dialling Google's hosts on this closed network
-    subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            "--window-size=1200,2400",
-            (run_dir / "report.html").as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-    )
+    page = (run_dir / "report.html").as_uri()
+    run_chromium(page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1200,2400")
     assert shot.is_file() and shot.stat().st_size > 20000
     from PIL import Image
 

@@ -48,6 +48,7 @@ PROPORTION_ROWS = (
     ("premise_refutation_rate", "premise refuted"),
     ("multi_source_rate", "multi-source (>= 2 cited)"),
     ("specificity_rate", "names a catalogued object"),
+    ("contamination_rate", "contamination probe (>= 1 future-only term)"),
 )
 
 
@@ -109,6 +110,7 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
         row["first_engagement_lag_years_release"] = (
             (m.get("release") or {}).get("first_engagement_lag_years") or {}
         ).get("mean")
+        row["contamination_rate"] = contamination_rate(r["path"], r["run"])
         rows.append(row)
     tests = _pairwise_tests(rows)
     board = sorted(
@@ -153,8 +155,27 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
             "tests: two-sided Fisher exact on k/n per pair",
             "corrections: Holm and Bonferroni within each metric's family of pairs",
             "band (uncorrected p): significant < 0.01 <= suggestive < 0.05",
+            "contamination: questions naming a term found in the future corpus and never in the past corpus "
+            "(backtest.validity.contamination; RUN.json, else probed now; '–' where it cannot run)",
         ],
     }
+
+
+def contamination_rate(run_dir: str | Path, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's contamination-probe rate ``{k, n, rate, ci95}``: from ``RUN.json`` when scoring recorded it,
+    else probed now on the run's frozen set in the run's own workspace (cached term indexes); None when the
+    probe cannot run there (no corpora, a set that is not frozen and intact)."""
+    stored = (run.get("contamination") or {}).get("rate")
+    if isinstance(stored, dict):
+        return stored
+    from backtest.core.errors import BacktestError
+    from backtest.validity.contamination import frozen_of_run, probe_frozen
+
+    try:
+        ws = Workspace.of_run(run_dir)
+        return probe_frozen(frozen_of_run(run_dir, ws), ws).rate.model_dump(mode="json")
+    except BacktestError:
+        return None
 
 
 def _spend(cost: dict[str, Any] | None) -> dict[str, Any]:
@@ -218,15 +239,28 @@ def _labels(runs: list[dict[str, Any]]) -> list[str]:
     return labels
 
 
-def _metrics_from_files(folder: Path, run: dict[str, Any]) -> dict[str, Any]:
+def _questions_path(folder: Path, run: dict[str, Any]) -> Path:
     frozen = Path(run.get("frozen_path", ""))
     if not frozen.is_absolute():
         root = folder.parents[3] if len(folder.parents) > 3 else folder
         frozen = root / frozen
-    qpath = frozen / "questions.jsonl"
+    return frozen / "questions.jsonl"
+
+
+def run_questions(folder: Path, run: dict[str, Any]) -> list[Question] | None:
+    """The frozen questions a run names (``RUN.json`` ``frozen_path``, relative to the run's workspace), or
+    None when they are not there."""
+    qpath = _questions_path(Path(folder), run)
     if not qpath.is_file():
+        return None
+    return [parse_record(Question, row, f"{qpath}:{n}") for n, row in iter_jsonl(qpath)]
+
+
+def _metrics_from_files(folder: Path, run: dict[str, Any]) -> dict[str, Any]:
+    questions = run_questions(folder, run)
+    if questions is None:
+        qpath = _questions_path(folder, run)
         raise BadInput(f"{folder}: no metrics.json and the frozen questions {qpath} are missing")
-    questions = [parse_record(Question, row, f"{qpath}:{n}") for n, row in iter_jsonl(qpath)]
     judgments = [
         parse_record(Judgment, row, f"{folder}/judgments.jsonl:{n}")
         for n, row in iter_jsonl(folder / "judgments.jsonl")
@@ -274,8 +308,8 @@ def render_markdown(comparison: dict[str, Any]) -> str:
     out += [
         "## Leaderboard",
         "",
-        "| rank | system | n | coverage | answered | premise refuted | judge tokens (cost) | valid |",
-        "|---|---|---|---|---|---|---|---|",
+        "| rank | system | n | coverage | answered | premise refuted | contamination | judge tokens (cost) | valid |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     rows = {r["label"]: r for r in comparison["systems"]}
     for entry in comparison["leaderboard"]:
@@ -283,7 +317,8 @@ def render_markdown(comparison: dict[str, Any]) -> str:
         out.append(
             f"| {entry['rank']} | {entry['label']} | {r['n_questions']} | {_pct(r['coverage'])} | "
             f"{_pct(r['answered_rate'])} | "
-            f"{_pct(r['premise_refutation_rate'])} | {_spend_cell(entry)} | {'yes' if r['valid'] else '**INVALID**'} |"
+            f"{_pct(r['premise_refutation_rate'])} | {_pct(r.get('contamination_rate'))} | {_spend_cell(entry)} | "
+            f"{'yes' if r['valid'] else '**INVALID**'} |"
         )
     out += ["", "## Judge validity (agreement with careful reading; rates are only as good as this)", ""]
     for line in dict.fromkeys(
@@ -346,17 +381,15 @@ def forest_plot_png(comparison: dict[str, Any]) -> bytes:
     return figure_png(fig, dpi=90)
 
 
-def render_html(comparison: dict[str, Any]) -> str:
-    """A self-contained HTML page: the Markdown tables as HTML plus the embedded forest plot."""
+def html_sections(comparison: dict[str, Any], links: dict[str, str] | None = None) -> list[str]:
+    """The comparison's HTML sections (banner, sortable leaderboard, judge validity, forest plot, metrics,
+    pairwise tests, notes); ``links`` maps a system's label to a page about it (the leaderboard site)."""
+    from backtest.core.html import rate_cell, table
+
     png = base64.b64encode(forest_plot_png(comparison)).decode("ascii")
     esc = html.escape
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>backtest comparison</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.invalid{background:#fdd}"
-        ".banner{background:#c00;color:#fff;padding:8px;font-weight:bold}</style></head><body>",
-        "<h1>Comparison</h1>",
-    ]
+    links = links or {}
+    parts = []
     if comparison["any_invalid"]:
         parts.append(
             "<p class='banner'>WARNING: invalid runs are included (--allow-invalid). "
@@ -364,19 +397,39 @@ def render_html(comparison: dict[str, Any]) -> str:
         )
     parts += [f"<p>warning: {esc(w)}</p>" for w in comparison["warnings"]]
     rows = {r["label"]: r for r in comparison["systems"]}
-    parts.append(
-        "<h2>Leaderboard</h2><table><tr><th>rank</th><th>system</th><th>n</th><th>coverage</th><th>answered</th>"
-        "<th>premise refuted</th><th>judge tokens (cost)</th><th>valid</th></tr>"
-    )
+
+    def name(label: str) -> str:
+        return f"<a href='{esc(links[label])}'>{esc(label)}</a>" if label in links else esc(label)
+
+    board = []
     for e in comparison["leaderboard"]:
         r = rows[e["label"]]
-        cls = "" if r["valid"] else " class='invalid'"
-        parts.append(
-            f"<tr{cls}><td>{e['rank']}</td><td>{esc(e['label'])}</td><td>{r['n_questions']}</td><td>{esc(_pct(r['coverage']))}</td>"
-            f"<td>{esc(_pct(r['answered_rate']))}</td><td>{esc(_pct(r['premise_refutation_rate']))}</td>"
-            f"<td>{esc(_spend_cell(e))}</td><td>{'yes' if r['valid'] else 'INVALID'}</td></tr>"
+        board.append(
+            [
+                str(e["rank"]),
+                name(e["label"]),
+                str(r["n_questions"]),
+                *(
+                    rate_cell(_pct(r[k]), (r[k] or {}).get("rate"))
+                    for k in ("coverage", "answered_rate", "premise_refutation_rate", "contamination_rate")
+                ),
+                esc(_spend_cell(e)),
+                "yes" if r["valid"] else "<td class='invalid'>INVALID</td>",
+            ]
         )
-    parts.append("</table><h2>Judge validity</h2><ul id='judge-validity'>")
+    headers = [
+        "rank",
+        "system",
+        "n",
+        "coverage",
+        "answered",
+        "premise refuted",
+        "contamination",
+        "judge tokens (cost)",
+        "valid",
+    ]
+    parts += ["<h2>Leaderboard</h2>", table(headers, board, table_id="leaderboard")]
+    parts.append("<h2>Judge validity</h2><ul id='judge-validity'>")
     parts += [
         f"<li>{esc(line)}</li>"
         for line in dict.fromkeys(
@@ -387,29 +440,37 @@ def render_html(comparison: dict[str, Any]) -> str:
     parts.append(
         f"<img alt='forest plot of rates with 95% Clopper-Pearson intervals' src='data:image/png;base64,{png}'>"
     )
-    parts.append(
-        "<h2>Metrics</h2><table><tr><th>metric</th>"
-        + "".join(f"<th>{esc(r['label'])}</th>" for r in comparison["systems"])
-        + "</tr>"
-    )
-    for key, name in PROPORTION_ROWS:
-        parts.append(
-            f"<tr><td>{esc(name)}</td>"
-            + "".join(f"<td>{esc(_pct(r[key]))}</td>" for r in comparison["systems"])
-            + "</tr>"
-        )
-    parts.append(
-        "</table><h2>Pairwise Fisher exact tests</h2><table><tr><th>metric</th><th>A</th><th>B</th><th>A k/n</th>"
-        "<th>B k/n</th><th>p</th><th>Holm</th><th>Bonferroni</th><th>band</th></tr>"
-    )
-    for t in comparison["tests"]:
-        parts.append(
-            f"<tr><td>{esc(t['metric_name'])}</td><td>{esc(t['a'])}</td><td>{esc(t['b'])}</td><td>{t['a_count']}</td>"
-            f"<td>{t['b_count']}</td><td>{_p(t['p_value'])}</td><td>{_p(t['p_holm'])}</td><td>{_p(t['p_bonferroni'])}</td>"
-            f"<td>{t['band']}</td></tr>"
-        )
-    parts.append("</table><ul>" + "".join(f"<li>{esc(n)}</li>" for n in comparison["notes"]) + "</ul></body></html>\n")
-    return "\n".join(parts)
+    metric_rows = [
+        [esc(label), *(rate_cell(_pct(r[key]), (r[key] or {}).get("rate")) for r in comparison["systems"])]
+        for key, label in PROPORTION_ROWS
+    ]
+    parts += [
+        "<h2>Metrics</h2>",
+        table(["metric", *(r["label"] for r in comparison["systems"])], metric_rows, "metrics"),
+    ]
+    tests = [
+        [
+            esc(t["metric_name"]),
+            esc(t["a"]),
+            esc(t["b"]),
+            esc(t["a_count"]),
+            esc(t["b_count"]),
+            *(f"<td data-sort='{t[k]}'>{_p(t[k])}</td>" for k in ("p_value", "p_holm", "p_bonferroni")),
+            esc(t["band"]),
+        ]
+        for t in comparison["tests"]
+    ]
+    headers = ["metric", "A", "B", "A k/n", "B k/n", "p", "Holm", "Bonferroni", "band"]
+    parts += ["<h2>Pairwise Fisher exact tests</h2>", table(headers, tests, table_id="tests")]
+    parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in comparison["notes"]) + "</ul>")
+    return parts
+
+
+def render_html(comparison: dict[str, Any]) -> str:
+    """A self-contained HTML page: the Markdown tables as HTML (sortable) plus the embedded forest plot."""
+    from backtest.core.html import page
+
+    return page("backtest comparison", ["<h1>Comparison</h1>", *html_sections(comparison)])
 
 
 def write_outputs(comparison: dict[str, Any], out: str | Path) -> list[Path]:
@@ -429,4 +490,12 @@ def write_outputs(comparison: dict[str, Any], out: str | Path) -> list[Path]:
     return targets
 
 
-__all__ = ["compare_runs", "load_run", "render_markdown", "render_html", "forest_plot_png", "write_outputs"]
+__all__ = [
+    "compare_runs",
+    "load_run",
+    "render_markdown",
+    "render_html",
+    "html_sections",
+    "forest_plot_png",
+    "write_outputs",
+]

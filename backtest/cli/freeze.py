@@ -98,6 +98,10 @@ def freeze(
     click.echo(f"folder: {path}")
     for gate in frozen["gates"]:
         click.echo(f"  {gate['status']:7} {gate['name']}: {gate['reason']}")
+    click.echo(
+        "  contamination probe: runs after freezing, never here (the future corpus stays sealed until scoring): "
+        f"`backtest score` records it, or `backtest contamination {path}`"
+    )
 
 
 def _verify_target(path: Path, ws: Workspace) -> tuple[str, list[str]]:

@@ -18,6 +18,7 @@ from backtest.cli import (
     instance,
     leakage,
     prospective,
+    release,
     retrieve,
     schema,
     score,
@@ -38,6 +39,7 @@ COMMAND_MODULES = [
     validation,
     arena,
     analysis,
+    release,
     prospective,
     schema,
 ]

@@ -15,7 +15,7 @@ from backtest.judge.outputs import ValidityCard
 from backtest.retrieve.outputs import IndexMeta
 from backtest.scoring.outputs import Metrics, Run
 from backtest.studies.outputs import Baselines, Grade, GradeNote, Stress
-from backtest.validity.outputs import ControlReport
+from backtest.validity.outputs import ContaminationReport, ControlReport
 
 # Inputs (the records of core.records and the annotation formats) and every output file's model.
 ALL_SCHEMAS: dict[str, type[BaseModel]] = {
@@ -36,6 +36,7 @@ ALL_SCHEMAS: dict[str, type[BaseModel]] = {
     "validation": ValidationReport,
     "decode": Decode,
     "control": ControlReport,
+    "contamination": ContaminationReport,
     "validity-card": ValidityCard,
     "judge-batch-manifest": BatchManifest,
     "index": IndexMeta,

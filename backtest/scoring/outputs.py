@@ -44,6 +44,7 @@ class Run(Output):
     n_judge_failed: int | None = None  # an incomplete run: judgments that failed and are retried on a rerun
     leakage: list[dict[str, Any]] | None = None
     valid: bool | None = None
+    contamination: dict[str, Any] | None = None  # backtest.validity.contamination.summary (or {"not_run": why})
 
 
 class LagSummary(BaseModel):

@@ -4,8 +4,9 @@ Charts (matplotlib, Agg backend): outcome rates and premise-status rates as bars
 95% Clopper–Pearson intervals (from ``metrics.json``; counted from the judgments when a
 rate is missing), and a histogram of the top-1 retrieval similarity. Then a
 per-question table: question, outcome, premise, top-1 similarity, cited ids, flags.
-Everything is rendered from the run's own files, so ``backtest report RUN_DIR`` can
-redraw a report at any time.
+A contamination-probe line and section come from ``RUN.json``'s ``contamination``
+(:mod:`backtest.validity.contamination`). Everything is rendered from the run's own files, so
+``backtest report RUN_DIR`` can redraw a report at any time.
 """
 
 from __future__ import annotations
@@ -181,6 +182,24 @@ def question_costs(run: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def contamination_lines(run: dict[str, Any]) -> tuple[str, list[str]]:
+    """The contamination probe of a run (``RUN.json`` ``contamination``): a headline and one line per flagged
+    question (``backtest.validity.contamination``); ("not run: why", []) when it could not run."""
+    probe = run.get("contamination")
+    if not probe:
+        return "not run (a run scored before the probe existed: `backtest contamination RUN_DIR`)", []
+    if probe.get("not_run"):
+        return f"not run: {probe['not_run']}", []
+    rate = Rate.model_validate(probe["rate"])
+    kinds = ", ".join(f"{k} {v.get('k')}" for k, v in (probe.get("by_kind") or {}).items())
+    head = (
+        f"{_fmt_rate(rate)} questions name a term found in the future corpus {probe.get('future')} and never in "
+        f"the past corpus {probe.get('past')} (by kind: {kinds}; n-grams need >= "
+        f"{(probe.get('min_future_docs') or {}).get('ngram')} future records)"
+    )
+    return head, [f"{qid}: {'; '.join(terms)}" for qid, terms in (probe.get("flagged") or {}).items()]
+
+
 def _cell(text: str) -> str:
     """Text safe inside a Markdown table cell: whitespace (newlines too) folded, pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -200,6 +219,7 @@ def render_markdown(
         f"- judge: {judge.get('name')} (model {judge.get('model')}, protocol {judge.get('protocol')}, "
         f"prompt `{str(judge.get('prompt_sha256'))[:12]}…`, config `{str(judge.get('config_sha256'))[:12]}…`)",
         f"- valid (leakage checks): {run.get('valid')}",
+        f"- contamination probe: {contamination_lines(run)[0]}",
     ]
     spend = cost_line(run)
     lines += ([f"- {spend}"] if spend else []) + [""]
@@ -234,6 +254,8 @@ def render_markdown(
         lines += ["", "## Leakage checks", ""] + [
             f"- {c.get('name')}: {c.get('status')} — {c.get('summary', c.get('reason', ''))}" for c in leak
         ]
+    head, flagged = contamination_lines(run)
+    lines += ["", "## Contamination probe", "", head, ""] + [f"- {_cell(line)}" for line in flagged]
     return "\n".join(lines) + "\n"
 
 
@@ -281,6 +303,7 @@ def render_html(
         f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, "
         f"config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
         f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li>",
+        f"<li>contamination probe: {esc(contamination_lines(run)[0])}</li>",
     ]
     spend = cost_line(run)
     parts.append((f"<li id='judge-cost'>{esc(spend)}</li>" if spend else "") + "</ul>")
@@ -319,6 +342,10 @@ def render_html(
             for c in leak
         ]
         parts.append("</ul>")
+    head, flagged = contamination_lines(run)
+    parts.append(f"<h2>Contamination probe</h2><p id='contamination'>{esc(head)}</p><ul>")
+    parts += [f"<li>{esc(line)}</li>" for line in flagged]
+    parts.append("</ul>")
     parts.append("</body></html>\n")
     return "".join(parts)
 

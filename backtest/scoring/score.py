@@ -9,6 +9,8 @@
 * ``retrieval.jsonl``: one Retrieval per question, in question order (written once).
 * ``judgments.jsonl``: one Judgment per question, in question order.
 * ``metrics.json``, ``report.md``, ``report.html``.
+* ``contamination.json``: the contamination probe (:mod:`backtest.validity.contamination`), run after
+  the leakage checks; its summary is ``RUN.json``'s ``contamination``.
 
 **Resumable.** Judgments are appended, one canonical JSON line per question, to
 ``judgments.partial.jsonl`` with an fsync after each line. A rerun keeps every
@@ -624,6 +626,9 @@ def score_frozen(
             reasons,
         )
     valid, leakage = leakage_hook(run_dir, ws)
+    from backtest.validity.contamination import run_hook as contamination_hook
+
+    contamination = contamination_hook(run_dir, questions, instance, ws, bundle.frozen)  # contamination.json
     metrics = _metrics(questions, judgments, retrievals, instance.cutoff)
     metrics.update({"run_id": run_id, "valid": valid, "leakage": leakage})
     write_output(run_dir / "metrics.json", Metrics, metrics)
@@ -634,6 +639,7 @@ def score_frozen(
             "finished_at": _now(),
             "valid": valid,
             "leakage": leakage,
+            "contamination": contamination,
             "n_needs_review": sum(1 for j in judgments if j.needs_review),
             "judge_stats_last_invocation": stats,
             "judged_last_invocation": judged_now,

@@ -1,10 +1,15 @@
-"""The typed output of ``backtest control mismatch|rerun|prompt``: ``control.json`` (:class:`ControlReport`)."""
+"""The typed outputs of the validity stage: ``control.json`` of ``backtest control mismatch|rerun|prompt``
+(:class:`ControlReport`) and ``contamination.json`` of the contamination probe (:class:`ContaminationReport`)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from backtest.core.records import Output, Rate
+
+Kind = Literal["object", "name", "ngram"]
 
 
 class ControlReport(Output):
@@ -19,3 +24,50 @@ class ControlReport(Output):
     fisher: dict[str, float] | None = None
     separated: bool | None = None
     agreement: dict[str, Any] | None = None  # rerun / prompt: agreement with the original judgments
+
+
+class FlaggedTerm(BaseModel):
+    """A question term found in the future corpus and never in the past corpus."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    term: str
+    kind: Kind
+    future_docs: int
+    first_future_id: str | None = None
+    first_future_date: str | None = None
+    fields: list[str]
+
+
+class QuestionProbe(BaseModel):
+    """One question: its flagged terms, how many terms it has, and how many of them the past never has."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: str
+    flagged: list[FlaggedTerm]
+    n_terms: int
+    n_outside_past: int  # terms in no past record (flagged, or in neither corpus, or under the n-gram threshold)
+    n_unseen: int  # terms in neither corpus
+
+
+class ContaminationReport(Output):
+    """``contamination.json``: the probe's per-question flags and per-set rate for one frozen set."""
+
+    kind: Literal["contamination"] = "contamination"
+    instance_id: str
+    instance_seal: str
+    cutoff: str
+    system: str | None = None
+    frozen_path: str | None = None
+    frozen_seal: str | None = None
+    past: dict[str, Any]
+    future: dict[str, Any]
+    definition: dict[str, Any]
+    n_questions: int
+    rate: Rate
+    by_kind: dict[str, Rate]
+    mean_outside_past_share: float | None
+    top_terms: list[dict[str, Any]]
+    questions: list[QuestionProbe]
+    note: str
