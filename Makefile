@@ -15,7 +15,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-browser test test-fast lint format docs demo demo-fetched instances astro-2025 astro-2025-ep space-2016 freeze score report bench attack clean-corpora
+.PHONY: install install-browser test test-fast lint format docs demo demo-fetched instances astro-2025 astro-2025-ep space-2016 freeze score report bench replay attack clean-corpora
 
 install:  ## create .venv and install backtest with its test, local-LLM, dev and Ray (scale) extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -155,6 +155,10 @@ demo-fetched:
 
 bench: instances  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench
+
+replay:  ## re-score every committed (compact) run under results/ from its frozen set; fails if any file changes
+	$(BACKTEST) release replay
+	git diff --exit-code -- results/
 
 attack:  ## re-run the hardening attack table (root for the full-disk trials); bench/results/attack-table.{md,json}
 	$(BIN)/python scripts/attack_table.py $(if $(QUICK),--quick)

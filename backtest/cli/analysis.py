@@ -1,4 +1,4 @@
-"""``backtest import sqb | sqb-annotation``, ``backtest compare``, ``backtest agree``."""
+"""``backtest import sqb | sqb-annotation``, ``backtest compare``, ``backtest leaderboard``, ``backtest agree``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import OutPath, echo_json, json_option
+from backtest.cli.common import OutPath, echo_json, json_option, workspace
 
 
 @click.group("import")
@@ -104,6 +104,31 @@ def compare_cmd(run_dirs, out, allow_invalid, as_json):
         click.echo(render_markdown(comparison))
 
 
+@click.command("leaderboard")
+@click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--all", "all_runs", is_flag=True, help="Every complete run under the workspace's results/.")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=OutPath(file_okay=False, path_type=Path),
+    help="Folder for the site (index.html, <instance>/index.html, <instance>/<system>.html).",
+)
+@click.option("--allow-invalid", is_flag=True, help="Include runs marked valid=false (shown as INVALID everywhere).")
+@click.pass_context
+def leaderboard_cmd(ctx, run_dirs, all_runs, out, allow_invalid):
+    """Build a static leaderboard site from scored runs: per instance the systems x metrics table with 95%
+    intervals, Fisher/Holm bands and a forest plot; per system every question, its labels and the documents
+    the judge was shown. Self-contained (no CDN), sortable tables, opens from file://."""
+    from backtest.analysis.leaderboard import build_site, discover_runs
+
+    if bool(run_dirs) == all_runs:
+        raise click.UsageError("name run folders or pass --all (not both)")
+    runs = discover_runs(workspace(ctx)) if all_runs else list(run_dirs)
+    pages = build_site(runs, out, allow_invalid=allow_invalid)
+    click.echo(f"wrote {len(pages)} pages; open {pages[0]}")
+
+
 @click.command("agree")
 @click.argument("label_files", nargs=-1, required=True)
 @click.option(
@@ -131,4 +156,4 @@ def agree_cmd(label_files, field_name, html_out, as_json):
 
 
 # Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
-COMMANDS = [import_group, compare_cmd, agree_cmd]
+COMMANDS = [import_group, compare_cmd, leaderboard_cmd, agree_cmd]

@@ -1,0 +1,101 @@
+"""Committed results and their replay (backtest.studies.release) on a real scored run of astro-2025-ep.
+
+A demo submission of 6 questions is frozen and scored offline in a private workspace, then compacted as a
+release commits it; replaying it from the frozen set must give the same bytes, a changed judge threshold
+must make the replay fail, and the leaderboard must show the documents' text again, cut from the sealed
+corpus and equal to what the judge was shown.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+
+import pytest
+
+from backtest.analysis.leaderboard import build_site
+from backtest.core.fileio import iter_jsonl, read_json, write_json
+from backtest.core.workspace import Workspace
+from backtest.corpus.instance import load_instance, open_past_corpus
+from backtest.judge import fitted
+from backtest.retrieve.compact import rematerialise
+from backtest.scoring.score import score_frozen
+from backtest.studies.demo import make_demo_submission
+from backtest.studies.release import KEPT, committed_runs, compact_files
+from backtest.submit.freeze import freeze_submission
+from tests.conftest import run_cli
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shared_index_cache")]
+INSTANCE = "astro-2025-ep"
+
+
+@pytest.fixture(scope="module")
+def release_ws(astro_ep_ws, tmp_path_factory):
+    """(workspace, compact run folder, the full retrieval lines the run had before it was compacted)."""
+    root = tmp_path_factory.mktemp("release") / "ws"
+    shutil.copytree(astro_ep_ws.root, root)
+    ws = Workspace(root)
+    past = open_past_corpus(load_instance(INSTANCE, ws), ws)
+    frozen = freeze_submission(make_demo_submission(past, root / "submissions" / "demo", n=6, seed=4), INSTANCE, ws)
+    run_dir = score_frozen(frozen, ws, run_id="release").run_dir
+    full = [row for _, row in iter_jsonl(run_dir / "retrieval.jsonl")]
+    code, out, err = run_cli(["--root", root, "release", "compact", run_dir])
+    assert code == 0, err
+    return ws, run_dir, full
+
+
+def test_the_compact_form_keeps_labels_and_hashes_not_text(release_ws):
+    ws, run_dir, full = release_ws
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted(KEPT)
+    run = read_json(run_dir / "RUN.json")
+    assert run["compact"] == "compact-v1" and "started_at" not in run and "finished_at" not in run
+    rows = [row for _, row in iter_jsonl(run_dir / "retrieval.jsonl")]
+    assert [[d["id"] for d in r["documents"]] for r in rows] == [[d["id"] for d in r["documents"]] for r in full]
+    assert all(set(d) == {"id", "rank", "score", "published", "shown_sha256"} for r in rows for d in r["documents"])
+    assert committed_runs(ws) == [run_dir]
+    assert compact_files(run_dir) == {name: (run_dir / name).read_bytes() for name in KEPT}  # idempotent
+
+    back = rematerialise(run_dir, INSTANCE, rows)
+    assert [[(d["title"], d["abstract"]) for d in r["documents"]] for r in back] == [
+        [(d["title"], d["abstract"]) for d in r["documents"]] for r in full
+    ]
+
+
+def test_a_replay_gives_the_same_bytes(release_ws, capsys):
+    ws, run_dir, _ = release_ws
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    code, out, err = run_cli(["release", "replay", "--check"], root=ws.root, capsys=capsys)
+    assert code == 0, err
+    assert "replayed 1 committed run(s); 0 changed" in out
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+    assert sorted(p.name for p in run_dir.parent.iterdir()) == ["release"]  # scored in a scratch workspace
+
+
+def test_a_changed_judge_threshold_fails_the_replay(release_ws, tmp_path, monkeypatch, capsys):
+    ws, run_dir, _ = release_ws
+    weights = read_json(fitted.DEFAULT_WEIGHTS)
+    weights["engage"]["threshold"] = 0.05  # everything engages
+    write_json(tmp_path / "loose.json", weights)
+    monkeypatch.setattr(fitted, "DEFAULT_WEIGHTS", tmp_path / "loose.json")
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    code, _, err = run_cli(["release", "replay", "--check"], root=ws.root, capsys=capsys)
+    assert code == 1 and "1 replayed run(s) differ from the committed files" in err
+    assert "judgments.jsonl" in err and "metrics.json" in err
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before  # --check writes nothing
+
+    copy = tmp_path / "ws"
+    shutil.copytree(ws.root, copy, symlinks=True)
+    code, out, _ = run_cli(["release", "replay", "--json"], root=copy, capsys=capsys)
+    changed = json.loads(out)["changed"]
+    assert code == 0 and len(changed) == 1 and "judgments.jsonl" in next(iter(changed.values()))
+    rewritten = copy / run_dir.relative_to(ws.root)
+    assert (rewritten / "judgments.jsonl").read_bytes() != before["judgments.jsonl"]  # what git diff then shows
+
+
+def test_the_leaderboard_shows_a_compact_runs_documents(release_ws, tmp_path):
+    ws, run_dir, full = release_ws
+    page = build_site([run_dir], tmp_path / "site")[-1].read_text()
+    shown = [d for r in full for d in r["documents"]]
+    assert shown and all(html.escape(d["title"]) in page and html.escape(d["abstract"]) in page for d in shown)
+    assert "text not shown" not in page
