@@ -11,6 +11,7 @@ from backtest.cli.common import echo_json, json_option, workspace
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.workspace import Workspace
 from backtest.submit.gates import CLARITY_MODES, DEDUP_MODES, FreezeSettings
+from backtest.text.clarity import CLARITY_THRESHOLD
 
 
 @click.command("freeze")
@@ -31,7 +32,16 @@ from backtest.submit.gates import CLARITY_MODES, DEDUP_MODES, FreezeSettings
     type=click.Choice(CLARITY_MODES),
     default="report",
     show_default=True,
-    help="Clarity flags (double, empty, over-long, title-restating questions): record them or refuse.",
+    help="Questions flagged by the clarity gate (a clarity score below --clarity-threshold; double, empty, "
+    "over-long or title-restating questions): record them (warned) or refuse the set.",
+)
+@click.option(
+    "--clarity-threshold",
+    type=click.FloatRange(0, 1),
+    default=CLARITY_THRESHOLD,
+    show_default=True,
+    help="Flag a question whose clarity score (backtest clarity score) is below this: 0.5 flags one major problem "
+    "(0.4) or three minor ones, never one or two minor ones.",
 )
 @click.option("--max-question-chars", type=click.IntRange(1), default=600, show_default=True)
 @click.option("--strict", is_flag=True, help="A gate that could not run (skipped) refuses the freeze too.")
@@ -51,6 +61,7 @@ def freeze(
     embedding_threshold,
     embedding_model,
     clarity,
+    clarity_threshold,
     max_question_chars,
     strict,
     new_version,
@@ -73,6 +84,7 @@ def freeze(
         embedding_threshold=embedding_threshold,
         embedding_model=embedding_model,
         clarity=clarity,
+        clarity_threshold=clarity_threshold,
         max_question_chars=max_question_chars,
         strict=strict,
     )

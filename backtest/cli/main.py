@@ -12,6 +12,7 @@ from backtest import __version__
 from backtest.cli import (
     analysis,
     arena,
+    clarity,
     corpus,
     freeze,
     generate,
@@ -33,6 +34,7 @@ COMMAND_MODULES = [
     instance,
     generate,
     freeze,
+    clarity,
     retrieve,
     score,
     leakage,

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from backtest.core.errors import BadInput
 from backtest.core.records import CONTRACT_FIELDS, GateResult, Instance, Question, SubmissionMetadata, parse_record
+from backtest.text.clarity import CLARITY_THRESHOLD, CLARITY_VERSION, clarity_score
 
 QUESTIONS_FILE = "questions.jsonl"
 METADATA_FILE = "metadata.json"
@@ -194,6 +195,8 @@ class FreezeSettings:
     embedding_threshold: float = 0.77
     embedding_model: str = "all-MiniLM-L6-v2"
     clarity: str = "report"
+    clarity_threshold: float = CLARITY_THRESHOLD
+    clarity_version: str = CLARITY_VERSION
     max_question_chars: int = 600
     restate_jaccard: float = 0.8
     strict: bool = False
@@ -204,7 +207,12 @@ class FreezeSettings:
             raise BadInput(f"--dedup {self.dedup!r}: choose one of {', '.join(DEDUP_MODES)}")
         if self.clarity not in CLARITY_MODES:
             raise BadInput(f"--clarity {self.clarity!r}: choose one of {', '.join(CLARITY_MODES)}")
-        for name in ("tfidf_threshold", "embedding_threshold", "restate_jaccard"):
+        if self.clarity_version != CLARITY_VERSION:
+            raise BadInput(
+                f"clarity score version {self.clarity_version!r} is not this backtest's ({CLARITY_VERSION}); "
+                "the score of an older version cannot be recomputed"
+            )
+        for name in ("tfidf_threshold", "embedding_threshold", "restate_jaccard", "clarity_threshold"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise BadInput(f"{name.replace('_', '-')} {value} must lie in [0, 1]")
@@ -547,8 +555,12 @@ def _content_tokens(text: str) -> set[str]:
 
 
 def gate_clarity(ctx: GateContext) -> GateResult:
-    """Flag double questions (more than one '?'), empty ones, ones over the length limit, and ones
-    that only restate an evidence title (content-word Jaccard >= ``restate_jaccard``)."""
+    """Score every question's clarity (:func:`backtest.text.clarity.clarity_score`) and flag those below
+    ``clarity_threshold``, plus the mechanical flaws: double questions (more than one '?'), empty ones, ones over
+    the length limit, and ones that only restate an evidence title (content-word Jaccard >= ``restate_jaccard``).
+
+    The reason always opens with the set's clarity: score version, mean, and how many questions fall below the
+    threshold; each flagged question's entry carries its score and the problems found (check and span)."""
     s = ctx.settings
     titles: dict[str, str] = {}
     title_note = ""
@@ -559,6 +571,7 @@ def gate_clarity(ctx: GateContext) -> GateResult:
     except BadInput as exc:
         title_note = f" (title restatement not checked: {exc.message})"
     problems = []
+    scores = []
     for i, q in enumerate(ctx.submission.questions):
         text = q.question.strip()
         flags = []
@@ -577,17 +590,38 @@ def gate_clarity(ctx: GateContext) -> GateResult:
                 if jaccard >= s.restate_jaccard:
                     flags.append(f"only restates the title of {ident} (word overlap {jaccard:.2f})")
                     break
+        clarity = clarity_score(q.question)
+        scores.append(clarity.score)
+        if clarity.score < s.clarity_threshold:
+            flags.append(f"clarity {clarity.score:.2f} below {s.clarity_threshold:g} ({clarity.describe()})")
         if flags:
             problems.append(
-                {"question_id": q.question_id, "flags": flags, "problem": f"{ctx.where(i)}: {'; '.join(flags)}"}
+                {
+                    "question_id": q.question_id,
+                    "flags": flags,
+                    "clarity": clarity.score,
+                    "clarity_problems": [p.as_dict() for p in clarity.problems],
+                    "problem": f"{ctx.where(i)}: {'; '.join(flags)}",
+                }
             )
-    status = "failed" if s.clarity == "fail" else "warned"
-    result = _result(
-        "clarity", problems, "no double, empty, over-long or title-restating questions" + title_note, status
+    below = sum(score < s.clarity_threshold for score in scores)
+    summary = (
+        f"clarity ({CLARITY_VERSION}) mean {sum(scores) / len(scores):.2f}, {below} of {len(scores)} "
+        f"({below / len(scores):.0%}) below {s.clarity_threshold:g}"
     )
-    if title_note and result.status == "warned":
-        result.reason += title_note
-    return result
+    status = "failed" if s.clarity == "fail" else "warned"
+    if not problems:
+        return GateResult(
+            name="clarity",
+            status="passed",
+            reason=f"{summary}; no double, empty, over-long or title-restating questions{title_note}",
+        )
+    return GateResult(
+        name="clarity",
+        status=status,
+        reason=f"{summary}; {len(problems)} question(s) flagged, first: {problems[0]['problem']}{title_note}",
+        details=problems,
+    )
 
 
 def _norm(text: str) -> str:

@@ -12,6 +12,9 @@ comparison to one that can.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -83,3 +86,492 @@ def question_form(question: str, full_text: str | None = None) -> list[float]:
         float(len(_CLAUSE.findall(question))),
         sum(c.isupper() for c in letters) / max(1, len(letters)),
     ]
+
+
+# --------------------------------------------------------------------------- the clarity score
+
+#: Bumped whenever a check, a pattern or a penalty changes; recorded with every score (and in FROZEN.json).
+CLARITY_VERSION = "clarity-v1"
+#: The freeze gate's default: a question scoring below it is flagged. It flags every question with a major
+#: problem (0.4) or three minor ones (0.42), never one with one or two minor ones (0.75, 0.5625): no score falls
+#: between 0.42 and 0.5625, and 0.5 sits in that gap. See docs/submit.md for the distributions behind it.
+CLARITY_THRESHOLD = 0.5
+MAJOR = 0.6  # a problem that by itself can make a question unintelligible
+MINOR = 0.25  # a problem that makes a question harder to read or to answer, not unreadable
+TOO_LONG_WORDS = 50  # the longest LLM-written question of the reference release has 46 words
+TOO_SHORT_WORDS = 5
+
+#: check name -> (penalty, what it finds). A question's score is the product of (1 - penalty) over the checks
+#: that fire (each counts once, however many spans it matched): 1.0 for a clean question, 0.0 for an empty one.
+CLARITY_CHECKS: dict[str, tuple[float, str]] = {
+    "empty": (1.0, "no words besides the question mark"),
+    "too_long": (MINOR, f"more than {TOO_LONG_WORDS} words"),
+    "too_short": (MINOR, f"fewer than {TOO_SHORT_WORDS} words"),
+    "garbled_text": (
+        MAJOR,
+        "markup (<P />), formula or symbol residue (_ ^ \\ { } $ =, '( )'), a doubled word, or run-together "
+        "sentences ('found.Citation')",
+    ),
+    "not_a_question": (MAJOR, "no interrogative anywhere (no wh-word, no question-opening verb, no 'whether')"),
+    "several_sentences": (MINOR, "a statement before the question (a sentence break or a dash inside it)"),
+    "two_questions": (
+        MINOR,
+        "two questions in one: a second '?' outside quotes, or 'and'/'or'/';' joining a second interrogative",
+    ),
+    "leading": (
+        MINOR,
+        "leading or presupposing wording: 'isn't it true that', 'given that X, why', 'confirm that', "
+        "'how much does X improve', 'obviously', 'of course'",
+    ),
+    "contradictory_quantifiers": (
+        MAJOR,
+        "self-contradictory quantifiers in one clause: all/every ... none, always ... sometimes/never, "
+        "every ... some ... not (not across 'or'/'versus')",
+    ),
+    "unresolved_reference": (
+        MAJOR,
+        "a reference to something the question never names: this/these/such + noun or a lone pronoun in the "
+        "first clause with no antecedent, we/our, 'the authors', 'the above', 'the sample', 'this paper', "
+        "a clause opening with 'therefore,'/'in addition,'/'remarkably,'",
+    ),
+    "no_subject": (
+        MAJOR,
+        "no named subject: no specific content word outside the question's frame, or only unexplained jargon",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ClarityProblem:
+    """One problem a check found: the check's name and the span of the question it matched (``question[start:
+    end]``; a few characters of context around a '?' or a sentence break). Checks about the whole question
+    (empty, too_long, too_short, not_a_question, no_subject) cover all of it and say what they found instead
+    ("52 words", "only jargon: SDA MHD")."""
+
+    check: str
+    span: str
+    start: int
+    end: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "span": self.span, "start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True)
+class ClarityScore:
+    """A question's clarity: ``score`` in [0, 1] (1 = no problem found) and the problems behind it."""
+
+    score: float
+    problems: tuple[ClarityProblem, ...] = ()
+    version: str = CLARITY_VERSION
+
+    @property
+    def checks(self) -> list[str]:
+        """The names of the checks that fired, in :data:`CLARITY_CHECKS` order."""
+        fired = {p.check for p in self.problems}
+        return [name for name in CLARITY_CHECKS if name in fired]
+
+    def describe(self) -> str:
+        """``unresolved_reference: 'these bars'; leading: 'confirm that'`` (first span of each check)."""
+        first: dict[str, str] = {}
+        for p in self.problems:
+            first.setdefault(p.check, p.span)
+        return "; ".join(f"{name}: {first[name]!r}" for name in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "checks": self.checks,
+            "problems": [p.as_dict() for p in self.problems],
+            "version": self.version,
+        }
+
+
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|«[^»]*»|(?<!\w)'[^'?]{3,}'(?!\w)")
+_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
+_AUX = (
+    r"is|are|was|were|do|does|did|can|could|will|would|should|shall|may|might|must|has|have|had|"
+    r"isn't|aren't|doesn't|don't|didn't|can't|won't|wouldn't|shouldn't|hasn't|haven't"
+)
+_WH = r"what|which|why|how|when|where|who|whom|whose|whether|to what extent|in what way|under what"
+_ASKS = re.compile(rf"\b(?:{_WH})\b|^\W*(?:{_AUX})\b", re.I)
+_MARKUP = re.compile(r"</?[A-Za-z][A-Za-z0-9]*\s*/?>|&[a-z]+;|\\[A-Za-z]+|[_^{}$\\]|\(\s*\)|\s[,;:](?=\s)|\s=\s|=\s*-")
+_RUN_TOGETHER = re.compile(r"(?<![A-Z.])[a-z]{2,}[.!][A-Z][a-z]{2,}|\b[a-z]{4,}[A-Z][a-z]{3,}\b")
+_DOUBLED = re.compile(r"\b([A-Za-z]{2,})\s+\1\b", re.I)
+_SENTENCE_BREAK = re.compile(
+    r"(?<!\be\.g)(?<!\bi\.e)(?<!\bet al)(?<!\bvs)(?<!\bcf)(?<!\bFig)(?<!\bEq)(?<!\bNo)(?<!\bSt)(?<!\bDr)(?<!\bMr)"
+    r"(?<!\b[A-Z])[.!]\s+(?=[A-Z(\"“])|\s[—–]\s*(?=(?:" + _WH + r")\b)|(?<=\w)\s-{1,2}\s(?=(?:" + _WH + r")\b)",
+    re.I,
+)
+_SECOND_Q = re.compile(
+    rf"(?:[,;]\s*|\s)(?:and|or|and/or|but)\s+(?:{_WH})\b|(?:[,;]\s*|\s)(?:and|and/or|but)\s+(?:(?:{_AUX})\s+(?:the|a|an|it|they|this|these|such|there|"
+    rf"we|any|its|their|[A-Z0-9])\w*)|;\s*(?:(?:{_WH})\b|(?:{_AUX})\b)|\?\s*(?:also|and|or|if so|if not)\b",
+    re.I,
+)
+_LEADING = re.compile(
+    r"\b(?:isn't it (?:true|the case|clear)|is it not (?:true|the case|clear)|don't you (?:think|agree)|"
+    r"wouldn't you agree|doesn't (?:this|it) (?:show|prove|mean)|(?:can|could|will|would|does|do) [\w\s-]{0,60}?"
+    r"(?:confirm|prove|demonstrate|verify) (?:the [\w\s-]{0,40}?)?that|how much (?:more |better |further )?"
+    r"(?:does|do|did|will|can|could|would)\b[^?]{0,80}?\b(?:improve|outperform|enhance|boost|increase|better)\w*|"
+    r"why (?:is|are|does|do) [^?]{0,60}?\b(?:so much |far )?(?:better|superior|more effective|worse)\b|"
+    r"obviously|undoubtedly|of course|surely|as is well known|everyone knows)\b"
+    r"|^\W*(?:given|since|because|as) (?:that )?[^?]{3,200}?,\s*(?:why|how|what)\b",
+    re.I,
+)
+_ALL = r"(?<![-\w])(?:all|every|everyone|everything|always)(?![-\w])(?<!\bat all)(?<!\bafter all)(?<!\babove all)"
+_NONE = r"\b(?:none|nothing|nobody|no one|never)\b"
+_SOME = r"\b(?:sometimes|occasionally|rarely|seldom|often|usually)\b"
+_CONTRADICTION = [
+    re.compile(rf"(?P<a>{_ALL})(?P<gap>[^?;]{{1,120}}?)(?P<b>{_NONE})", re.I),
+    re.compile(rf"(?P<a>{_NONE})(?P<gap>[^?;]{{1,120}}?)(?P<b>{_ALL})", re.I),
+    re.compile(rf"(?P<a>\balways\b)(?P<gap>[^?;]{{1,120}}?)(?P<b>{_SOME})", re.I),
+    re.compile(rf"(?P<a>{_SOME})(?P<gap>[^?;]{{1,120}}?)(?P<b>\b(?:always|never)\b)", re.I),
+    re.compile(rf"(?P<a>\bnever\b)(?P<gap>[^?;]{{1,120}}?)(?P<b>{_SOME})", re.I),
+    re.compile(r"(?P<a>\b(?:every|all)\b)(?P<gap>[^?;]{1,80}?\bsome\b[^?;]{1,60}?)(?P<b>\bnot\b|n't\b)", re.I),
+]
+_ALTERNATIVE = re.compile(r"\b(?:or|versus|vs\.?|rather than|compared (?:to|with)|whether|instead of|unlike)\b", re.I)
+_DEMONSTRATIVE = re.compile(
+    r"\b(?:this|these|those|such|the latter|the former)\b|\bthere\b(?!\s+(?:is|are|was|were|be|been|exists?|remains?|"
+    r"seems?|appears?|might|may|must|could|should|would|will|can|has|have|had)\b)",
+    re.I,
+)
+_PRONOUN = re.compile(r"\b(?:it|its|they|them|their|theirs)\b", re.I)
+_EXPLETIVE_IT = re.compile(
+    r"\bit\s+(?:be\s+\w+ed\b|(?:is\s+|be\s+|was\s+|remains\s+)?(?:possible|likely|true|the case|feasible|clear|"
+    r"known|plausible|necessary|expected|worth|reasonable|correct|conceivable|unlikely|realistic|easier|harder|difficult)\b)",
+    re.I,
+)
+_FIRST_PERSON_REF = re.compile(
+    r"\b(?:we|our|ours|ourselves)\b"
+    r"(?!\s+(?:current\s+|own\s+)?(?:understanding|knowledge|picture|view|ability|models? of|planet|sun|galaxy|"
+    r"solar system|milky way)\b)",
+    re.I,
+)
+_GENERIC_WE = re.compile(r"\b(?:can|could|should|might|may|would|will|must|do)\s+$", re.I)
+_UNQUALIFIED = (
+    r"(?=\s*(?:[,;:?)]|$)|\s+(?:is|are|was|were|has|have|had|and|to|with|by|shows?|exhibits?|can|could|would|"
+    r"will|may|might|itself|hosts?|remains?|contains?|displays?|lies|appears?|confirms?|reveals?|follows?)\b)"
+)
+_SELF_REFERENCE = re.compile(
+    r"\b(?:the authors|the above|the aforementioned|the remaining|as (?:mentioned|discussed|shown) "
+    r"(?:above|before|earlier)|(?:this|the present|the current) (?:paper|work|study|letter|article|thesis|proposal)|"
+    r"in this (?:paper|work|study|letter|article)|here,? we)\b|"
+    r"\bthe (?:sample|source|target|data ?set)" + _UNQUALIFIED,
+    re.I,
+)
+#: "the planet ..." with nothing named before it (judged like a pronoun)
+_THE_NOUN = re.compile(r"\bthe (?:object|system|planet|star|galaxy|cluster|event)" + _UNQUALIFIED, re.I)
+_CONNECTIVE = re.compile(
+    r"(?:^\W*|\b(?:that|whether|confirm|clarified|settle)\s+)(?P<c>(?:therefore|thus|hence|however|moreover|furthermore|"
+    r"additionally|in addition|in particular|finally|first|second|third|here|in contrast|consequently|"
+    r"more (?:significantly|importantly)|[a-z]+ly)\s*,)",
+    re.I,
+)
+_CLAUSE_BREAK = re.compile(
+    r"[;:]\s|\s[—–]\s|\s-{1,2}\s|(?:,\s*|\s)(?:and|or|but|while|whereas|so)\s+(?=(?:"
+    + _WH
+    + "|"
+    + _AUX
+    + r"|this|these|those|such|it|its|they|their|there|we|if)\b)",
+    re.I,
+)
+_FRAME_WORDS = frozenset(
+    """robust reanalysis reanalyses independent independently reported result results finding findings claim claims
+    hold holds confirm confirmed conclusion conclusions subsequent follow-up followup influential widely built-upon
+    highly cited much followed-up reproduce reproduced alternative assumptions assumption datasets dataset tested
+    tests test modelling modeling choices settle settled clarified clarify evidence work further data new""".split()
+)
+#: head nouns that name no subject by themselves: "the nature of its ..." still leaves "its" unresolved
+_ABSTRACT_NOUNS = frozenset(
+    """nature origin role significance detail details validity timing fate cause causes reason reasons implication
+    implications interplay contribution contributions importance relevance consequence consequences extent degree
+    amount behaviour behavior physics status existence structure formation""".split()
+)
+_ACRONYM = re.compile(r"^(?:[A-Z]{2,}[a-z]?|[A-Z]+\d[\w-]*|\d[\w.-]*)$")
+_DEFINED = re.compile(r"\(([A-Z][A-Za-z0-9-]{1,12})\)")
+
+
+_FORMULA = re.compile(r"\b(?:[A-Z][a-z]?\d*){1,5}(?:\d\b|\+)|\b(?:OH|CN|CH|NH|SH|HCN|HCO|CS|SO|SiO|NO|CO|H2|He)\b")
+
+
+def _named_chemical(text: str) -> bool:
+    """A molecule or an ion named in ``text`` (H2O, H2CO, HCO+, OH, C60)."""
+    return bool(_MOLECULE.search(text) or _FORMULA.search(text))
+
+
+def _mask_quotes(text: str) -> str:
+    """``text`` with the inside of quotation marks replaced by ``x`` (same length: offsets stay valid)."""
+    return _QUOTED.sub(lambda m: m.group(0)[0] + "x" * (len(m.group(0)) - 2) + m.group(0)[-1], text)
+
+
+def _stem4(word: str) -> str:
+    return word.lower().rstrip("s")[:5]
+
+
+def _first_clause_end(text: str) -> int:
+    found = _CLAUSE_BREAK.search(text)
+    return found.start() if found else len(text)
+
+
+def _unresolved(text: str, masked: str) -> list[tuple[str, int, int]]:
+    """Spans of references the question never resolves (see :data:`CLARITY_CHECKS`)."""
+    out: list[tuple[str, int, int]] = []
+    for m in _FIRST_PERSON_REF.finditer(masked):
+        if m.group(0).lower() == "we" and _GENERIC_WE.search(masked[: m.start()]):
+            continue  # "how can we ...": the research community, not an absent paper's authors
+        out.append((text[m.start() : m.end()], m.start(), m.end()))
+    for m in _SELF_REFERENCE.finditer(masked):
+        out.append((text[m.start() : m.end()], m.start(), m.end()))
+    for m in _CONNECTIVE.finditer(masked):
+        c = m.group("c")
+        if c.lower().endswith("ly,") and c.lower().rstrip(", ") in {"only", "early", "family", "supply", "apply"}:
+            continue
+        out.append((c, m.start("c"), m.end("c")))
+    first_clause = _first_clause_end(masked)
+    for m in _DEMONSTRATIVE.finditer(masked):
+        if m.start() >= first_clause:
+            continue  # in a later clause: refers back to the first one
+        after = masked[m.end() :]
+        word = m.group(0).lower()
+        if word == "such" and re.match(r"\s+(?:as|that)\b", after):
+            continue
+        if word == "those" and re.match(
+            r"\s+(?:of|that|which|who|with|in|at|for|from|around|near|on|by|seen|found|\w+ed|\w+ing)\b", after
+        ):
+            continue  # a pronoun with its own restriction ("those attributed to H2O")
+        if word == "there" and re.search(r"\b(?:is|are|was|were|be|been)\s+$", masked[: m.start()], re.I):
+            continue  # "is there ...": existential
+        tail = re.match(r"(?:\s+(?:a|an)\b)?(?:\s+[\w'’-]+){0,2}", after) if word not in {"there"} else None
+        following = _WORD.findall(tail.group(0)) if tail else []
+        following = [w for w in following if w.lower() not in {"a", "an"}]
+        before = {_stem4(w) for w in _WORD.findall(masked[: m.start()])}
+        if word in {"the latter", "the former"} and " and " in masked[: m.start()]:
+            continue
+        if following and any(_stem4(w) in before for w in following if len(w) > 2):
+            continue  # "the disk ... this disk": resolved
+        end = m.end() + (tail.end() if tail else 0)
+        out.append((text[m.start() : end], m.start(), end))
+    from backtest.text.objects import find_objects
+    from backtest.text.terms import specific_terms
+
+    for m in [*_PRONOUN.finditer(masked), *_THE_NOUN.finditer(masked)]:
+        if m.group(0).lower() == "it" and _EXPLETIVE_IT.match(masked, m.start()):
+            continue
+        preceding = masked[: m.start()]
+        named = specific_terms(preceding) - _FRAME_WORDS - _ABSTRACT_NOUNS
+        if named or _DEFINED.search(preceding) or _named_chemical(preceding) or find_objects(preceding):
+            continue  # something named before it
+        out.append((m.group(0), m.start(), m.end()))
+    return out
+
+
+def _no_subject(text: str) -> str | None:
+    """Why the question names nothing specific (None when it does)."""
+    from backtest.text.objects import find_objects
+    from backtest.text.terms import specific_terms
+
+    if find_objects(text) or _named_chemical(text):
+        return None  # a catalogued object or a molecule is a named subject
+    terms = {t for t in specific_terms(text) if t not in _FRAME_WORDS}
+    if not terms:
+        return "no specific content word"
+    defined = set(_DEFINED.findall(text))
+    jargon = [t for t in _WORD.findall(text) if len(t) > 1 and _ACRONYM.match(t) and t not in defined]
+    plain = [t for t in terms if t.isalpha() and t == t.lower() and t not in {j.lower() for j in jargon}]
+    if len(jargon) >= 2 and not plain:
+        return "only jargon: " + " ".join(jargon[:4])
+    return None
+
+
+def clarity_score(question: str) -> ClarityScore:
+    """The clarity of one question: deterministic, no fitted weight (see :data:`CLARITY_CHECKS`).
+
+    The score is the product of ``1 - penalty`` over the checks that fire; each problem names its check
+    and the span of ``question`` it matched. Text inside quotation marks (a quoted paper title) is not read
+    for references, sentence breaks or second questions.
+    """
+    text = question
+    problems: list[ClarityProblem] = []
+
+    def add(check: str, span: str, start: int, end: int) -> None:
+        problems.append(ClarityProblem(check, span, start, end))
+
+    stripped = text.strip()
+    words = _WORD.findall(stripped)
+    if not words:
+        add("empty", text, 0, len(text))
+        return ClarityScore(0.0, tuple(problems))
+    masked = _mask_quotes(text)
+    if len(words) > TOO_LONG_WORDS:
+        add("too_long", f"{len(words)} words", 0, len(text))
+    if len(words) < TOO_SHORT_WORDS:
+        add("too_short", f"{len(words)} words", 0, len(text))
+    for m in _MARKUP.finditer(masked):
+        add("garbled_text", text[m.start() : m.end()], m.start(), m.end())
+    for m in [*_RUN_TOGETHER.finditer(masked), *_DOUBLED.finditer(masked)]:
+        add("garbled_text", text[m.start() : m.end()], m.start(), m.end())
+    if not _ASKS.search(masked):
+        add("not_a_question", stripped[:60], 0, len(text))
+    inner = masked.rstrip().rstrip("?")
+    for check, pattern in (("several_sentences", _SENTENCE_BREAK), ("two_questions", re.compile(r"\?"))):
+        for m in pattern.finditer(inner):
+            start, end = max(0, m.start() - 20), min(len(text), m.end() + 12)
+            add(check, text[start:end], start, end)
+    for m in _SECOND_Q.finditer(masked):
+        start = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
+        add("two_questions", text[start : m.end()], start, m.end())
+    for m in _LEADING.finditer(masked):
+        add("leading", text[m.start() : m.end()], m.start(), m.end())
+    for pattern in _CONTRADICTION:
+        for m in pattern.finditer(masked):
+            if not _ALTERNATIVE.search(m.group("gap")):
+                add("contradictory_quantifiers", text[m.start() : m.end()], m.start(), m.end())
+    for span, start, end in _unresolved(text, masked):
+        add("unresolved_reference", span, start, end)
+    why = _no_subject(text)
+    if why:
+        add("no_subject", why, 0, len(text))
+    problems.sort(key=lambda p: (list(CLARITY_CHECKS).index(p.check), p.start))
+    score = 1.0
+    for name in {p.check for p in problems}:
+        score *= 1.0 - CLARITY_CHECKS[name][0]
+    return ClarityScore(round(score, 4), tuple(problems))
+
+
+def clarity_auc(scores: Sequence[float], unintelligible: Sequence[bool]) -> float:
+    """How well low scores pick out the questions readers found unintelligible: the ROC AUC of ``1 - score``
+    against the labels (1.0 perfect, 0.5 chance). BadInput when the labels hold only one class."""
+    from sklearn.metrics import roc_auc_score
+
+    from backtest.core.errors import BadInput
+
+    labels = [bool(x) for x in unintelligible]
+    if len(labels) != len(scores):
+        raise BadInput(f"{len(scores)} scores but {len(labels)} labels")
+    if all(labels) or not any(labels):
+        raise BadInput("the AUC needs both unintelligible and intelligible questions among the labels")
+    return float(roc_auc_score(labels, [1.0 - s for s in scores]))
+
+
+# --------------------------------------------------------------------------- the optional LLM clarity rater
+
+#: the prompt version; its sha256 (with the schema's) goes into every cached answer's key
+RATER_VERSION = "clarity-rater-v1"
+RATER_SYSTEM = (
+    "You rate how clear a research question is to a scientist who reads it alone, without the paper it came "
+    "from. 5: one clear, self-contained question about a named subject. 4: clear, with a small flaw. 3: "
+    "understandable with effort. 2: hard to understand: refers to things it never names ('this sample', 'we', "
+    "'these effects'), is garbled, or asks several things. 1: unintelligible. Also name its main problem, or "
+    "'none'. Do not judge whether the question is important or answerable."
+)
+RATER_USER = "Question: {question}\n\nRate its clarity."
+#: the problems the rater may name: the deterministic checks' names (without the mechanical ones) or none
+RATER_PROBLEMS = (
+    "none",
+    "unresolved_reference",
+    "two_questions",
+    "leading",
+    "contradictory_quantifiers",
+    "no_subject",
+    "garbled_text",
+    "not_a_question",
+)
+RATER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "clarity": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+        "problem": {"type": "string", "enum": list(RATER_PROBLEMS)},
+    },
+    "required": ["clarity", "problem"],
+    "additionalProperties": False,
+}
+#: judge-only keys a judge config may carry; the rater reads the client settings and ignores these
+_JUDGE_ONLY_KEYS = frozenset(
+    {"prompt", "max_doc_chars", "max_documents", "protocol", "enum_ids", "max_rationale_chars", "max_relevance_chars"}
+)
+DEFAULT_RATER_CACHE = ".cache/llm-clarity.sqlite"
+
+
+def _check_rating(answer: dict[str, Any]) -> None:
+    if answer.get("clarity") not in (1, 2, 3, 4, 5) or isinstance(answer.get("clarity"), bool):
+        raise ValueError(f"clarity {answer.get('clarity')!r} is not an integer from 1 to 5")
+    if answer.get("problem") not in RATER_PROBLEMS:
+        raise ValueError(f"problem {answer.get('problem')!r} is not one of {', '.join(RATER_PROBLEMS)}")
+
+
+@dataclass(frozen=True)
+class LLMClarityRating:
+    """One question's rating by the LLM rater: ``clarity`` 1-5 and the problem it named, or the error."""
+
+    clarity: int | None
+    problem: str | None
+    cached: bool = False
+    error: str | None = None
+    usage: dict[str, int] | None = None
+
+
+class LLMClarityRater:
+    """Clarity ratings (1-5) from an OpenAI-compatible model through the shared, cached client.
+
+    ``config`` is an LLM config (``judges/NAME.toml``: base_url, model, api_key_env, ...; a judge's own keys
+    such as ``prompt`` are ignored). The API key is read from the environment variable the config names, at
+    call time, and written nowhere; answers are cached in ``cache`` (default ``.cache/llm-clarity.sqlite``)."""
+
+    def __init__(self, config: str | Path, ws: Any = None):
+        from backtest.core.seal import canonical_json, sha256_file, sha256_text
+        from backtest.llm.settings import client_from_config, load_llm_config
+
+        path = Path(config)
+        data = load_llm_config(path)
+        self.settings, self.client = client_from_config(
+            data, path, DEFAULT_RATER_CACHE, max_tokens=60, extra_keys=_JUDGE_ONLY_KEYS, ws=ws
+        )
+        self.name = str(data.get("name") or path.stem)
+        self.config_sha256 = sha256_file(path)
+        self.prompt_sha256 = sha256_text(RATER_SYSTEM + "\n" + RATER_USER + "\n" + canonical_json(RATER_SCHEMA))
+
+    def info(self) -> dict[str, Any]:
+        """What produced the ratings (never the key)."""
+        return {
+            "rater": RATER_VERSION,
+            "name": self.name,
+            "model": self.settings.model,
+            "base_url": self.settings.base_url,
+            "prompt_sha256": self.prompt_sha256,
+            "config_sha256": self.config_sha256,
+            "temperature": self.settings.temperature,
+        }
+
+    def request(self, question: str):
+        """The chat request for one question."""
+        from backtest.llm.client import ChatRequest
+
+        return ChatRequest(
+            messages=(
+                {"role": "system", "content": RATER_SYSTEM},
+                {"role": "user", "content": RATER_USER.format(question=" ".join(question.split()))},
+            ),
+            schema=RATER_SCHEMA,
+            schema_name="clarity_rating",
+            key_extra={"prompt_sha256": self.prompt_sha256, "rater": RATER_VERSION},
+            validate=_check_rating,
+        )
+
+    def rate_many(self, questions: Sequence[str]) -> list[LLMClarityRating]:
+        """One rating per question, in order (bounded concurrency); a question the model never answered usably
+        gets ``clarity=None`` and the error."""
+        from backtest.llm.client import LLMError
+
+        out = []
+        for answer in self.client.chat_many([self.request(q) for q in questions]):
+            if isinstance(answer, LLMError):
+                out.append(LLMClarityRating(None, None, error=str(answer), usage=dict(answer.usage)))
+            else:
+                parsed = answer.parsed or {}
+                out.append(
+                    LLMClarityRating(int(parsed["clarity"]), str(parsed["problem"]), answer.cached, None, answer.usage)
+                )
+        return out
+
+    def close(self) -> None:
+        self.client.close()
