@@ -3,7 +3,8 @@
 Runs two of the five generators on the astro-ph.EP slice of astro-2025 (``astro_ep_ws``)
 with a small n, so the whole pipeline (generation, freeze gates, dense retrieval,
 offline judge, compare, diversity, arena) runs in minutes; ``direct_llm`` has no
-endpoint here and must be skipped with its reason.
+endpoint here and ``evidence_graph`` no real tension in this slice's past corpus: both must be skipped
+with their reasons, the others compared.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ ARGS = [
     "--generator",
     "direct_llm",
     "--generator",
+    "citation_leaders",
+    "--generator",
     "evidence_graph",
 ]
 
@@ -37,12 +40,14 @@ def test_baselines_end_to_end_and_rerun(astro_ep_ws, copy_ws, cli, monkeypatch):
     code, out, err = cli(ARGS, root=ws.root)
     assert code == 0, err
     assert "direct_llm: skipped: no LLM endpoint configured" in out
+    assert "evidence_graph: skipped: evidence_graph: the past corpus of astro-2025-ep holds no real tension" in out
     folder = ws.results / INSTANCE / "baselines"
     summary = read_output(Baselines, folder / "BASELINES.json")
     rows = {r["generator"]: r for r in summary["systems"]}
-    assert set(rows) == {"random_claims", "direct_llm", "evidence_graph"}
-    assert "skipped" in rows["direct_llm"] and "run" not in rows["direct_llm"]
-    for name in ("random_claims", "evidence_graph"):
+    assert set(rows) == {"random_claims", "direct_llm", "citation_leaders", "evidence_graph"}
+    for name in ("direct_llm", "evidence_graph"):
+        assert "skipped" in rows[name] and "run" not in rows[name]
+    for name in ("random_claims", "citation_leaders"):
         row = rows[name]
         assert row["n_questions"] == 20 and row["run_status"] == "complete" and row["valid"] is True
         metrics = json.loads((ws.root / row["run"] / "metrics.json").read_text())
@@ -50,16 +55,16 @@ def test_baselines_end_to_end_and_rerun(astro_ep_ws, copy_ws, cli, monkeypatch):
         assert abs(sum(v["rate"] for v in metrics["outcomes"].values()) - 1) < 1e-9
 
     compare_md = (folder / "compare.md").read_text()
-    assert "random_claims" in compare_md and "evidence_graph" in compare_md
+    assert "random_claims" in compare_md and "citation_leaders" in compare_md
     diversity = json.loads((folder / "diversity" / "diversity.json").read_text())
-    assert set(diversity["distinct"]["sets"]) == {"random_claims", "evidence_graph"}
+    assert set(diversity["distinct"]["sets"]) == {"random_claims", "citation_leaders"}
     for entry in diversity["distinct"]["sets"].values():
         for rule in ("tfidf", "embedding"):
             assert 1 <= entry["rules"][rule]["distinct"]["components"] <= entry["n"] == 20
     assert set(diversity["audit"]["rules"]) == {"tfidf", "embedding"}
     arena = json.loads((folder / "arena" / "arena.json").read_text())
-    assert arena["systems"] == ["evidence_graph", "random_claims"] and arena["n_cases"] >= 1
-    assert {r["system"] for r in arena["leaderboard"]} == {"evidence_graph", "random_claims"}
+    assert arena["systems"] == ["citation_leaders", "random_claims"] and arena["n_cases"] >= 1
+    assert {r["system"] for r in arena["leaderboard"]} == {"random_claims", "citation_leaders"}
 
     # a rerun seals nothing new and judges nothing again; its outputs are byte-identical
     ledger = ws.ledger.read_bytes()

@@ -8,18 +8,28 @@ and the selection's embeddings are cached in the session workspace, so each inst
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from backtest.corpus.instance import load_instance, open_past_corpus
-from backtest.generators.evidence_graph import TENSION_TYPES
+from backtest.generators.evidence_graph import TENSION_TYPES, conflict, findings
+from backtest.generators.extract import analyse_corpus
 from backtest.submit.freeze import check_gates
-from backtest.text.objects import names_object
 from tests.conftest import run_cli
 
 BASELINES = ["random_claims", "citation_leaders", "review_future_work", "evidence_graph"]
 _RUNS: dict[tuple, Path] = {}
+# A fixed list, independent of the generators' own: anaphors and context-bound phrases a question lifted from an
+# abstract must not carry, and the templated phrase the readers could not interpret.
+UNRESOLVED = re.compile(
+    r"\b(?:these|those|this (?:sample|object|source|system|result|work|study|paper|method|model)|such (?!as\b)\w+|"
+    r"the latter|the former|the above|aforementioned|we|us|our|in addition|here we|in this (?:work|paper|study)|"
+    r"the present (?:work|study|paper)|they|their|them)\b",
+    re.I,
+)
+MAIN_RESULT = re.compile(r"\bmain (?:result|finding|conclusion)\b", re.I)
 
 
 def generate(ws, instance_id: str, name: str, out: Path, *extra: str) -> Path:
@@ -65,10 +75,6 @@ def assert_freezes_cleanly(folder: Path, instance_id: str, ws, minimum: int = 50
     return questions
 
 
-def specificity(questions: list[dict]) -> float:
-    return sum(names_object(q["question"]) for q in questions) / len(questions)
-
-
 # --------------------------------------------------------------------------- fast: a small real instance
 
 
@@ -82,6 +88,27 @@ def test_random_claims_small_instance_freezes_and_reruns_identically(astro_ep_ws
     assert (a / "questions.jsonl").read_bytes() != (c / "questions.jsonl").read_bytes()
     questions = assert_freezes_cleanly(a, "astro-2025-ep", astro_ep_ws, minimum=30)
     assert all(len(q["source_evidence_ids"]) == 1 and q["generation_system"] == "random_claims" for q in questions)
+    assert_self_contained(questions)
+
+
+def test_evidence_graph_without_real_tensions_writes_nothing(astro_ep_ws, tmp_path, capsys):
+    """astro-2025-ep's 416 abstracts hold no two papers that disagree on one quantity of one object: no fake
+    tension is made up, the generator says so in one line (exit 2) and writes nothing."""
+    code, _, err = run_cli(
+        ["generate", "evidence_graph", "--instance", "astro-2025-ep", "--out", str(tmp_path / "eg")],
+        root=astro_ep_ws.root,
+        capsys=capsys,
+    )
+    assert code == 2 and "holds no real tension" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "eg").exists()
+
+
+def assert_self_contained(questions: list[dict]) -> None:
+    """No question carries an unresolved anaphor or the templated main-result phrase."""
+    unquoted = {q["question"]: re.sub(r'"[^"]*"', '""', q["question"]) for q in questions}  # titles are quoted names
+    leaning = [q for q, text in unquoted.items() if UNRESOLVED.search(text)]
+    assert not leaning, leaning[:5]
+    assert not [q["question"] for q in questions if MAIN_RESULT.search(q["question"])]
 
 
 # --------------------------------------------------------------------------- slow: the two full instances
@@ -90,38 +117,77 @@ def test_random_claims_small_instance_freezes_and_reruns_identically(astro_ep_ws
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BASELINES)
 def test_astro_2025_generators_freeze_cleanly(name, astro_ws, tmp_path_factory):
-    questions = assert_freezes_cleanly(
-        cached_run(astro_ws, "astro-2025", name, tmp_path_factory), "astro-2025", astro_ws
-    )
-    assert len(questions) == 125
+    folder = cached_run(astro_ws, "astro-2025", name, tmp_path_factory)
+    questions = assert_freezes_cleanly(folder, "astro-2025", astro_ws, minimum=1 if name == "evidence_graph" else 50)
+    assert_self_contained(questions)
+    if name == "evidence_graph":  # fewer than asked, and the metadata says how many and why
+        notes = load(folder)[1]["generator_notes"]
+        assert notes["requested"] == 125 and notes["emitted"] == len(questions) <= notes["tensions_found"]
+        assert notes["shortfall"] == 125 - len(questions)
+    elif name == "review_future_work":  # 112 cue sentences of astro-2025 rewrite into self-contained questions
+        notes = load(folder)[1]["generator_notes"]
+        assert 100 <= len(questions) == notes["emitted"] <= notes["candidates"] and notes["requested"] == 125
+    else:
+        assert len(questions) == 125
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BASELINES)
+@pytest.mark.parametrize("name", [b for b in BASELINES if b != "evidence_graph"])
 def test_space_2016_generators_freeze_cleanly(name, space_ws, tmp_path_factory):
-    assert_freezes_cleanly(cached_run(space_ws, "space-2016", name, tmp_path_factory), "space-2016", space_ws)
+    questions = assert_freezes_cleanly(
+        cached_run(space_ws, "space-2016", name, tmp_path_factory), "space-2016", space_ws
+    )
+    assert_self_contained(questions)
 
 
 @pytest.mark.slow
-def test_evidence_graph_is_specific_typed_and_cites_both_papers(astro_ws, tmp_path_factory):
+def test_evidence_graph_tensions_are_real(astro_ws, tmp_path_factory):
+    """Every question's two claims, re-read from the past corpus, are about the same subject and state the same
+    quantity (or the same feature), with values more than 2 sigma apart (or detected vs not detected); the
+    question names the subject and the quantity and shows both findings; the contract is complete."""
     eg, _ = load(cached_run(astro_ws, "astro-2025", "evidence_graph", tmp_path_factory))
-    rc, _ = load(cached_run(astro_ws, "astro-2025", "random_claims", tmp_path_factory))
-    eg_rate, rc_rate = specificity(eg), specificity(rc)
-    assert eg_rate >= 0.80 and eg_rate > rc_rate + 0.5, (eg_rate, rc_rate)
+    papers = {p.record.id: p for p in analyse_corpus(open_past_corpus(load_instance("astro-2025", astro_ws), astro_ws))}
     assert {q["signal_type"] for q in eg} <= set(TENSION_TYPES)
-    assert len({q["signal_type"] for q in eg}) == 4
     for q in eg:
-        assert len(q["source_evidence_ids"]) == 2 and q["objects"]
         t = q["tension"]
-        assert t["claims"][0].startswith(q["source_evidence_ids"][0] + "#s")
-        assert t["claims"][1].startswith(q["source_evidence_ids"][1] + "#s")
-    scores = [q["tension"]["score"] for q in eg]
-    assert all(0.0 <= s <= 1.0 for s in scores)
+        assert len(q["source_evidence_ids"]) == 2 and q["source_evidence_ids"][0] != q["source_evidence_ids"][1]
+        stated = []
+        for pid, cid in zip(q["source_evidence_ids"], t["claims"]):
+            assert cid.startswith(pid + "#s")
+            paper = papers[pid]
+            claim = next(c for c in paper.claims if c.claim_id == cid)
+            mine = [f for f in findings(claim, paper) if f.subject == t["subject"] and list(f.key) == t["key"]]
+            assert mine, (q["question_id"], cid, t["subject"], t["key"])
+            stated.append(mine[0])
+        a, b = stated
+        assert a.subject == b.subject and a.key == b.key
+        assert conflict(a, b) is not None and [a.shown, b.shown] == t["findings"]
+        if t["evidence"] == "numeric":
+            assert t["sigma"] > 2
+        else:
+            assert {a.stance, b.stance} == {"detected", "not detected"}
+        assert a.shown in q["question"] and b.shown in q["question"]
+        assert t["topic"] in q["question"] and (t["subject"] in q["question"] or t["subject_kind"] == "parameter")
+        assert not MAIN_RESULT.search(q["question"])
+        for field in ("literature_gap", "hypothesis", "minimal_test", "decisive_metric"):
+            assert q[field]
+        assert q["supporting_result"] != q["falsifying_result"]
+    assert all(0.0 <= q["tension"]["score"] <= 1.0 for q in eg)
 
 
 @pytest.mark.slow
-def test_evidence_graph_reruns_are_byte_identical(space_ws, tmp_path_factory, tmp_path):
-    first = cached_run(space_ws, "space-2016", "evidence_graph", tmp_path_factory)
-    again = generate(space_ws, "space-2016", "evidence_graph", tmp_path / "again")
+def test_evidence_graph_reruns_are_byte_identical(astro_ws, tmp_path_factory, tmp_path):
+    first = cached_run(astro_ws, "astro-2025", "evidence_graph", tmp_path_factory)
+    again = generate(astro_ws, "astro-2025", "evidence_graph", tmp_path / "again")
     for name in ("questions.jsonl", "metadata.json"):
         assert (first / name).read_bytes() == (again / name).read_bytes()
+
+
+@pytest.mark.slow
+def test_evidence_graph_on_space_2016_makes_nothing_up(space_ws, tmp_path, capsys):
+    code, _, err = run_cli(
+        ["generate", "evidence_graph", "--instance", "space-2016", "--out", str(tmp_path / "eg")],
+        root=space_ws.root,
+        capsys=capsys,
+    )
+    assert code == 2 and "holds no real tension" in err and not (tmp_path / "eg").exists()

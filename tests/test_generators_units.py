@@ -11,9 +11,8 @@ import pytest
 from backtest.core.errors import BadInput
 from backtest.core.records import CorpusRecord
 from backtest.generators import available_generators, get_generator
-from backtest.generators.evidence_graph import GENERIC_TOPIC, TEMPLATES, classify
+from backtest.generators.evidence_graph import TEMPLATES, Tension, conflict, contract, findings, realise
 from backtest.generators.extract import (
-    analyse_sentence,
     claim_clause,
     detect,
     detex,
@@ -129,37 +128,144 @@ def test_future_work_rewrites_are_questions_in_the_authors_words():
     assert cue_strength("We measure the mass.") == 0
 
 
-def test_classify_types_tensions():
-    def pair(a_text, b_text, a_auth=("X",), b_auth=("Y",)):
-        pa = extract_claims(_record(a_text, rid="2501.00001", authors=a_auth))
-        pb = extract_claims(_record(b_text, rid="2502.00002", day=dt.date(2025, 2, 2), authors=b_auth))
-        return analyse_sentence(pa.record.id, 0, a_text), analyse_sentence(pb.record.id, 0, b_text), pa, pb
+def _pair(a_text, b_text, a_title="A study", b_title="A study"):
+    pa = extract_claims(_record(a_text, title=a_title, rid="2501.00001", authors=("X",)))
+    pb = extract_claims(_record(b_text, title=b_title, rid="2502.00002", day=dt.date(2025, 2, 2), authors=("Y",)))
+    return pa, pb
 
-    a, b, pa, pb = pair(
-        "We measure a temperature of 1500 ± 50 K for WASP-12 b.", "We find a temperature of 2500 ± 60 K for WASP-12 b."
+
+def _findings(paper):
+    return [f for c in paper.claims for f in findings(c, paper)]
+
+
+def test_a_tension_needs_one_subject_one_quantity_and_a_real_conflict():
+    """Numeric: the same property and unit of the same object, > 2 sigma apart; stance: detected vs not detected."""
+    pa, pb = _pair(
+        "We measure an equilibrium temperature of 1500 ± 50 K for WASP-12 b.",
+        "We find a temperature of 2500 ± 60 K for WASP-12 b.",
     )
-    assert classify(a, b, pa, pb, "temperature")[:2] == ("observational_tension", "numeric")
-    a, b, pa, pb = pair("We detect H2O in WASP-17 b.", "We find no evidence for H2O in WASP-17 b.")
-    assert classify(a, b, pa, pb, "H2O")[:2] == ("observational_tension", "polarity")
-    a, b, pa, pb = pair("We detect H2O in WASP-17 b.", "Stellar contamination can bias the H2O signal of WASP-17 b.")
-    kind, _, detail = classify(a, b, pa, pb, GENERIC_TOPIC)
-    assert kind == "methodological_challenge" and detail["issue"] == "stellar contamination"
-    a, b, pa, pb = pair(
-        "We detect H2O in WASP-17 b.", "However, the H2O signal of WASP-17 b is only present under clear skies."
+    (fa,), (fb,) = _findings(pa), _findings(pb)
+    assert fa.subject == fb.subject == "WASP-12 b" and fa.key == fb.key == ("quantity", "temperature", "K")
+    assert conflict(fa, fb) == ("numeric", 12.8)
+    # within 2 sigma: no tension
+    pa2, pb2 = _pair(
+        "We find a temperature of 1500 ± 50 K for WASP-12 b.", "The temperature is 1560 ± 60 K for WASP-12 b."
     )
-    assert classify(a, b, pa, pb, GENERIC_TOPIC)[0] == "independent_qualification"
-    a, b, pa, pb = pair("We detect H2O in WASP-17 b with HST.", "Spitzer eclipses of WASP-17 b are shallow.")
-    kind, _, detail = classify(a, b, pa, pb, GENERIC_TOPIC)
-    assert kind == "single_dataset_conclusion" and detail == {"instrument_a": "HST", "instrument_b": "Spitzer"}
+    assert conflict(_findings(pa2)[0], _findings(pb2)[0]) is None
+    # different objects, or different quantities: never paired
+    pa3, pb3 = _pair(
+        "We find a temperature of 1500 ± 50 K for WASP-12 b.", "We find a mass of 2.5 ± 0.1 Mjup for WASP-12 b."
+    )
+    assert conflict(_findings(pa3)[0], _findings(pb3)[0]) is None
+    pa4, pb4 = _pair(
+        "We find a temperature of 1500 ± 50 K for WASP-12 b.", "We find a temperature of 2500 ± 50 K for WASP-19 b."
+    )
+    assert conflict(_findings(pa4)[0], _findings(pb4)[0]) is None
+    # detection vs non-detection of the same molecule in the same planet
+    pa5, pb5 = _pair("We detect H2O in WASP-17 b.", "We find no evidence for H2O in WASP-17 b.")
+    (sa,), (sb,) = _findings(pa5), _findings(pb5)
+    assert (sa.key, sa.stance, sb.stance) == (("feature", "H2O"), "detected", "not detected")
+    assert conflict(sa, sb) == ("stance", None)
+    # a hedged detection is no stance; a sentence naming two objects has no subject
+    assert _findings(_pair("We report a tentative detection of H2O in WASP-17 b.", "x")[0]) == []
+    assert _findings(_pair("We measure a temperature of 1500 ± 50 K for WASP-12 b and WASP-19 b.", "x")[0]) == []
+    # the title's one object is the subject of a sentence naming none
+    (ft,) = _findings(_pair("We find a temperature of 1500 ± 50 K.", "x", a_title="The dayside of WASP-12 b")[0])
+    assert ft.subject == "WASP-12 b"
+
+
+def test_quantities_are_determinations_not_bounds_ranges_or_one_of_several():
+    (q,) = find_quantities("source frame mass of 137+22_-17 M_sun")
+    assert (q["value"], q["err"], q["unit"], q["text"], q["bound"]) == (137, 22, "Msun", "137 (+22/-17) Msun", False)
+    assert find_quantities("source frame masses of 137+22_-17 M_sun and 103+20_-52 M_sun") == []  # components
+    assert find_quantities("temperatures exceeding 10,000 K") == []
+    assert find_quantities("the IDE model with Q = H0 _ de gives = -0.4170 ± 0.1220") == []  # not tied to H0
+    assert find_quantities("we find f sigma8 = 0.384 +0.094 -0.157") == []  # a growth rate, not sigma8
+    (h0,) = find_quantities("we find H0=67.35±0.54 km s-1 Mpc-1")
+    assert h0["property"] == "Hubble constant" and h0["unit"] == "km/s/Mpc"
+    assert find_quantities("a temperature of < 1500 K")[0]["bound"] is True
+
+
+def test_question_states_subject_quantity_both_findings_and_the_test():
+    import random
+
+    pa, pb = _pair(
+        "We measure an equilibrium temperature of 1500 ± 50 K for WASP-12 b.",
+        "We find a temperature of 2500 ± 60 K for WASP-12 b.",
+    )
+    (fa,), (fb,) = _findings(pa), _findings(pb)
+    t = Tension(
+        evidence="numeric",
+        subject="WASP-12 b",
+        subject_kind="object",
+        key=fa.key,
+        a=fa,
+        b=fb,
+        paper_a=pa,
+        paper_b=pb,
+        sigma=12.8,
+    )
+    for seed in range(6):
+        q = realise(t, random.Random(seed))
+        assert q.count("?") == 1 and "WASP-12 b" in q and "temperature" in q
+        assert "1500 ± 50 K" in q and "2500 ± 60 K" in q and "independent" in q
+        assert "main result" not in q
+    c = contract(t)
+    assert (
+        set(c)
+        == {"literature_gap", "hypothesis", "minimal_test", "decisive_metric", "supporting_result", "falsifying_result"}
+        and c["supporting_result"] != c["falsifying_result"]
+    )
 
 
 def test_templates_are_neutral_questions():
     for options in TEMPLATES.values():
         for template in options:
             assert template.endswith("?") and template.count("?") == 1
-            assert "{subject}" in template
+            assert "{subject}" in template or "{np}" in template
             lowered = template.lower()
             assert not any(w in lowered for w in ("isn't", "doesn't", "obviously", "clearly", "surely", "wrong"))
+            assert "main result" not in lowered
+
+
+@pytest.mark.parametrize(
+    "sentence, clause",
+    [
+        (
+            "We find that WASP-39 b has a metal-rich atmosphere with CO2.",
+            "WASP-39 b has a metal-rich atmosphere with CO2",
+        ),
+        ("In addition, we obtain a very high accuracy of 0.76 for the classifier.", None),  # first person, no clause
+        ("These detections confirm the presence of a second planet in the system.", None),
+        ("Our sample shows a strong correlation between mass and metallicity.", None),
+        ("The sources are variable on time-scales of days to weeks.", None),
+        ("In this work, the disk is found to be warped by the companion.", None),
+        ("Such disks are promising sites of r-process nucleosynthesis.", None),
+        ("We report the formation of oxygenated carbon chains on grains.", None),  # a noun phrase, not a clause
+        (
+            "Mrk 71 has a higher oxygen abundance than the rest of NGC 2366.",
+            "Mrk 71 has a higher oxygen abundance than the rest of NGC 2366",
+        ),
+    ],
+)
+def test_lifted_sentences_become_self_contained_clauses_or_are_skipped(sentence, clause):
+    from backtest.generators.wording import self_contained_clause
+
+    assert self_contained_clause(sentence) == clause
+
+
+def test_questions_name_their_subject():
+    from backtest.generators.wording import context, subject_of, with_subject
+
+    assert (
+        subject_of("A study of K2-18 b", ("K2-18 b",), ("K2-18 b",), "the planet has a thick atmosphere") == "K2-18 b"
+    )
+    assert subject_of("Dust in galaxies", (), (), "dust grains grow quickly in dense clouds") == '"Dust in galaxies"'
+    assert subject_of("A study of K2-18 b", ("K2-18 b",), (), "K2-18 b has a thick atmosphere") is None
+    assert context("K2-18 b") == ", as reported for K2-18 b" and context(None) == ""
+    assert with_subject("What is the origin of the radio emission?", "AU Mic") == (
+        "What is the origin of the radio emission in AU Mic?"
+    )
 
 
 def test_select_diverse_keeps_tfidf_below_threshold_and_order():

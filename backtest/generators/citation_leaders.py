@@ -16,7 +16,9 @@ was taken up by later work, and, like citations, favours older papers. Ties brea
 by the number of specific terms, then by the seeded order. Nothing dated after the
 cutoff is ever read (the past corpus holds nothing later).
 
-Each leader's headline claim (its first result sentence) becomes one question.
+Each leader's headline claim (its first result sentence that stands on its own, see
+:func:`backtest.generators.wording.headline_clause`) becomes one question naming what it
+is about (the object the clause names, else the paper's object(s), else its title).
 """
 
 from __future__ import annotations
@@ -25,17 +27,18 @@ import random
 import re
 from collections import defaultdict
 
-from backtest.generators.extract import analyse_corpus, claim_clause, detex, is_declarative, main_claim
+from backtest.generators.extract import analyse_corpus, detex
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
 from backtest.generators.select import select_diverse
+from backtest.generators.wording import context, headline_clause, paper_subject, reads_clearly
 
 TEMPLATES = (
-    "Does the conclusion of the much followed-up study reporting that {clause} "
-    "hold under independent datasets and alternative analysis assumptions?",
-    "Will follow-up work with new data confirm the influential finding that {clause}?",
-    "Is the widely built-upon result that {clause} robust to independent tests?",
+    "Does the much followed-up result that {clause}{context_mid} stand when it is tested with independent datasets "
+    "and alternative analysis assumptions?",
+    "Do later, independent observations reproduce the result that {clause}{context}?",
+    "Is the widely built-upon result that {clause}{context_mid} reproduced by independent tests?",
 )
-MIN_CLAUSE_CHARS = 40
+MAX_CHARS = 360
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
 
 
@@ -113,18 +116,23 @@ class CitationLeaders:
         for i in order:
             if len(drafts) >= 3 * ctx.n:
                 break
-            claim = main_claim(papers[i])
-            if not claim:
-                continue
-            clause = claim_clause(claim)
-            if len(clause) < MIN_CLAUSE_CHARS or not is_declarative(clause):
+            found = headline_clause(papers[i])
+            if not found:
+                continue  # every claim leans on its abstract: skipped
+            claim, clause = found
+            question = TEMPLATES[rng.randrange(len(TEMPLATES))].format(
+                clause=clause,
+                context=context(paper_subject(papers[i], clause)),
+                context_mid=context(paper_subject(papers[i], clause), mid=True),
+            )
+            if len(question) > MAX_CHARS or not reads_clearly(question):
                 continue
             objects = [c for c in papers[i].claims if c.text == claim][0].detected.objects
             drafts.append(
                 Draft(
-                    question=TEMPLATES[rng.randrange(len(TEMPLATES))].format(clause=clause),
+                    question=question,
                     source_evidence_ids=[papers[i].record.id],
-                    objects=list(objects) or None,
+                    objects=list(objects) or list(papers[i].title_objects) or None,
                     signal_type="prominence",
                     premise=claim,
                     extra={"centrality": {"later_papers_sharing_terms": scores[i][0], "specific_terms": scores[i][1]}},

@@ -1,63 +1,54 @@
-"""``evidence_graph`` — structure first: claims -> objects -> typed cross-paper tensions -> questions.
+"""``evidence_graph`` — structure first: claims -> subjects and quantities -> real cross-paper tensions -> questions.
 
 Pipeline (no model weights needed; an LLM may optionally phrase the result):
 
 1. **Claims with provenance** (:mod:`.extract`): every past abstract is split into
-   sentences; claim sentences (a result, a non-detection, a tension, a caveat) keep
-   ``(paper id, sentence index)`` and their cue flags.
-2. **Objects**: what each claim is about — catalogued designations
-   (:func:`backtest.text.objects.find_objects`), molecules, instruments, methods,
-   systematics, properties, and key quantities (a number with an error or unit tied
-   to the property before it). A claim of a paper whose title names one catalogued
-   object is also about that object.
-3. **Graph** (``networkx``): paper nodes, claim nodes (paper -makes-> claim) and
-   object nodes (claim -about-> object). Two claims from different papers that are
-   about the same *subject* (an object; for corpora without catalogued objects, a
-   molecule, instrument or method) and the same *topic* (a property or molecule, or
-   "*" for the subject as a whole) are candidate pairs; the earlier paper is A, the
-   later is B (both dated on or before the cutoff).
-4. **Typed tensions** (first match wins):
+   sentences; claim sentences keep ``(paper id, sentence index)``, their cue flags, the
+   key quantities they state (a value with its uncertainty and unit, tied to the
+   property named before it; bounds, rough figures and ends of ranges are marked) and
+   their *stances* (a feature — a molecule, radio or X-ray emission, pulsations... —
+   explicitly detected, or explicitly not detected).
+2. **Subject**: the one catalogued object a claim is about — the single designation the
+   sentence names, else the single designation of the paper's title when the sentence
+   names none. A sentence naming several objects has no subject (its values cannot be
+   attributed). Cosmological parameters (the Hubble constant, S8) are their own subject.
+3. **Graph** (``networkx``): paper -makes-> claim -about-> subject, and claim -states->
+   finding, where a finding is a *quantity key* (property + unit, with the claim's value)
+   or a *proposition* ("feature F is present", with the claim's stance).
+4. **Tensions** — two claims from different papers (A earlier or same day, B later) about
+   the same subject that state the same finding and conflict:
 
-   * ``observational_tension`` — A and B quantify the same property of the same
-     subject with values more than 2 sigma apart (or a factor 1.5 without errors),
-     or one reports a detection and the other a non-detection, or B's claim
-     explicitly disagrees ("in tension with", "inconsistent", "contrary to"...);
-   * ``methodological_challenge`` — a claim names a systematic or an analysis choice
-     (stellar contamination, retrieval assumptions, calibration, degeneracies...) as
-     affecting the result;
-   * ``independent_qualification`` — B, by other authors, limits A's result
-     ("only if", "however", "cannot rule out", "tentative"...);
-   * ``single_dataset_conclusion`` — A's result rests on one instrument or dataset
-     and B observed the same subject with another one (the natural independent test).
+   * ``numeric``: both state exactly one value of the same property in the same unit, each
+     with an uncertainty and neither a bound, and the values are more than 2 sigma apart
+     (combined uncertainty);
+   * ``stance``: one claim says the feature was detected in the subject, the other that it
+     was not (hedged, tentative or candidate detections are not stances).
 
-5. **Ranking**: specificity first — tensions whose subject is a catalogued object
-   come before those about a molecule, then a named phenomenon or region (the solar
-   wind, the ionosphere, sea ice...), then an instrument, then a method — and,
-   within a tier, by a documented score in [0, 1]::
+   Nothing else is a tension: no cue-word pairing, no "main result" of a subject. Where the
+   corpus holds fewer real tensions than questions requested, fewer questions are emitted;
+   ``metadata.json`` (``generator_notes``) says how many were requested, found and emitted.
+5. **Ranking** by a documented score in [0, 1]::
 
        score = 0.50 * specificity + 0.20 * independence + 0.10 * recency + 0.20 * evidence
 
-   * specificity: subject kind (catalogued object 1.0, molecule 0.6, instrument 0.5,
-     method 0.4) x topic (a named property or molecule 1.0, the subject as a whole 0.8)
-     x rarity ``1/sqrt(1 + papers_naming_subject/25)``;
-   * independence: author-disjoint groups among the papers making claims on this
-     subject and topic, ``min(1, (groups - 1) / 3)``, halved when A and B share an author;
-   * recency: ``1 - (cutoff - date_B) / (cutoff - first past date)`` (recent tensions
-     are the ones most likely still open at the cutoff);
-   * evidence: numeric conflict 1.0, detection vs non-detection 0.9, explicit
-     disagreement 0.8, methodological 0.7, qualification 0.6, single dataset 0.5.
+   specificity: catalogued object 1.0, cosmological parameter 0.8, x rarity
+   ``1/sqrt(1 + papers_naming_subject/25)``; independence: author-disjoint groups among the
+   papers stating this finding, ``min(1, (groups - 1) / 3)``, halved when A and B share an
+   author; recency: ``1 - (cutoff - date_B) / (cutoff - first past date)``; evidence: numeric
+   conflict 1.0 (and the sigma separation, capped, breaks ties), stance conflict 0.9.
+6. **Questions**: one self-contained sentence naming the subject, the quantity or feature,
+   both findings in brief (the two values, or detected vs not detected) and the decisive
+   test, from a few neutral templates (chosen by the seeded generator). Each question also
+   carries the six-field falsifiable contract (literature gap, hypothesis, minimal test,
+   decisive metric, supporting and falsifying result), both papers as
+   ``source_evidence_ids``, the two claims as ``premise`` and the ``tension`` record (subject,
+   quantity key, the two claim ids, their values or stances, score and its components).
+   Selection is greedy by score: one question per subject and finding, at most three per
+   subject and per paper, no near-duplicates under the freeze rule.
 
-6. **Questions** from neutral, falsifiable templates (several per type, chosen by the
-   seeded generator; none presumes the answer), naming the subject and topic, and
-   carrying both papers as ``source_evidence_ids``, the subject in ``objects`` and the
-   type in ``signal_type``. Selection is greedy by score with at most two questions
-   per subject and per paper and no near-duplicates under the freeze rule
-   (TF-IDF >= 0.25 and embedding >= 0.77).
-
-``--verbalizer llm`` keeps steps 1-5 and the selection, and asks an LLM to phrase
-each selected tension as one neutral question (falling back to the template when
-its answer is unusable), so the structure's and the language model's contributions
-can be separated.
+``--verbalizer llm`` keeps steps 1-5 and the selection, and asks an LLM to phrase each
+selected tension as one neutral question (falling back to the template when its answer is
+unusable), so the structure's and the language model's contributions can be separated.
 """
 
 from __future__ import annotations
@@ -65,132 +56,178 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from backtest.generators.extract import Claim, PaperClaims, analyse_corpus, claim_clause
-from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
+from backtest.generators.protocol import Draft, GenerationContext, GenerationResult, NothingToAsk
 from backtest.generators.select import select_diverse
+from backtest.generators.wording import reads_clearly
 
-TENSION_TYPES = (
-    "observational_tension",
-    "methodological_challenge",
-    "single_dataset_conclusion",
-    "independent_qualification",
-)
-SUBJECT_WEIGHT = {"object": 1.0, "molecule": 0.6, "phenomenon": 0.55, "instrument": 0.5, "method": 0.4}
-EVIDENCE_WEIGHT = {
-    "numeric": 1.0,
-    "polarity": 0.9,
-    "explicit": 0.8,
-    "methodological": 0.7,
-    "qualification": 0.6,
-    "single_dataset": 0.5,
-}
+TENSION_TYPES = ("observational_tension",)
+EVIDENCE_KINDS = ("numeric", "stance")
+SUBJECT_WEIGHT = {"object": 1.0, "parameter": 0.8}
+EVIDENCE_WEIGHT = {"numeric": 1.0, "stance": 0.9}
 WEIGHTS = {"specificity": 0.50, "independence": 0.20, "recency": 0.10, "evidence": 0.20}
-MAX_PAIRS_PER_KEY = 12
-MAX_PER_SUBJECT = 4
-MAX_PER_OBJECT = 5  # catalogued objects may carry one more (distinct topics/types keep them apart)
-MAX_IMPLICIT = 5  # a paper naming at most this many designations is about each of them
+SIGMA_THRESHOLD = 2.0
+FACTOR_THRESHOLD = 2.0  # for values quoted without an uncertainty
+MAX_PAIRS_PER_KEY = 3  # paper pairs kept per (subject, finding)
+MAX_PER_FINDING = 2  # questions per (subject, finding), from different paper pairs
+MAX_PER_SUBJECT = 3
 MAX_PER_PAPER = 3
-GENERIC_TOPIC = "*"
+# Quantities that are not properties of one object: their own subject.
+GLOBAL_PROPERTIES = {"Hubble constant": "km/s/Mpc", "S8": "", "sigma8": ""}  # each with its one unit
+PARAMETER_PHRASE = {
+    "Hubble constant": "the Hubble constant H0",
+    "S8": "the matter clustering amplitude S8",
+    "sigma8": "the matter fluctuation amplitude sigma8",
+}
+STANCE_PHRASE = {"detected": "detected", "not detected": "not detected"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one claim states about its subject: a value of a quantity, or a stance on a feature."""
+
+    claim: Claim
+    subject: str
+    subject_kind: str  # "object" | "parameter"
+    key: tuple[str, ...]  # ("quantity", property, unit) | ("feature", name)
+    value: dict | None = None
+    stance: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The finding in brief: the value with its uncertainty and unit, or the stance."""
+        if self.value is not None:
+            return str(self.value["text"])
+        return STANCE_PHRASE[self.stance or ""]
 
 
 @dataclass
 class Tension:
-    """A typed cross-paper tension about one subject and topic, with both claims as provenance."""
+    """Two claims from different papers about the same subject and the same finding, in conflict."""
 
-    kind: str
-    evidence: str
+    evidence: str  # "numeric" | "stance"
     subject: str
     subject_kind: str
-    topic: str
-    a: Claim
-    b: Claim
+    key: tuple[str, ...]
+    a: Finding
+    b: Finding
     paper_a: PaperClaims
     paper_b: PaperClaims
-    detail: dict[str, Any] = field(default_factory=dict)
+    sigma: float | None = None
     score: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
+    kind: str = "observational_tension"
 
     @property
     def ids(self) -> list[str]:
         return [self.paper_a.record.id, self.paper_b.record.id]
 
+    @property
+    def topic(self) -> str:
+        """The property (numeric) or the feature (stance) the two claims disagree on."""
+        return self.key[1]
 
-# --------------------------------------------------------------------------- graph
+
+# --------------------------------------------------------------------------- findings
+
+
+def claim_subjects(claim: Claim, paper: PaperClaims) -> tuple[str, ...]:
+    """The one catalogued object ``claim`` is about: the only designation the sentence names, else the
+    only designation of its paper's title when the sentence names none; ``()`` when ambiguous."""
+    named = claim.detected.objects
+    if len(named) == 1:
+        return named
+    if named:
+        return ()
+    if len(paper.title_objects) == 1:
+        return paper.title_objects
+    if not paper.title_objects and len(paper.detected.objects) == 1:
+        return paper.detected.objects
+    return ()
+
+
+def findings(claim: Claim, paper: PaperClaims) -> list[Finding]:
+    """The determinations and stances ``claim`` states about its subject.
+
+    A quantity counts only when it is a determination (an uncertainty, not a bound) and the
+    sentence states exactly one value of that property in that unit (two masses in one sentence
+    are two components, not one determination)."""
+    out: list[Finding] = []
+    subjects = claim_subjects(claim, paper)
+    values = [dict(q) for q in claim.quantities]
+    per_key: dict[tuple[str, str], int] = defaultdict(int)
+    for q in values:
+        per_key[(q["property"], q["unit"])] += 1
+    for q in values:
+        if q.get("bound") or per_key[(q["property"], q["unit"])] != 1 or q["value"] <= 0:
+            continue
+        if q["err"] is None and not q["unit"] or q["err"] is not None and q["err"] <= 0:
+            continue
+        unit = str(GLOBAL_PROPERTIES.get(q["property"], q["unit"]))
+        if q["property"] in GLOBAL_PROPERTIES and q["unit"] not in ("", unit):
+            continue
+        if q["property"] == "Hubble constant" and not 40 <= q["value"] <= 110:
+            continue  # h = 0.7, or another parameter named next to H0
+        key: tuple[str, ...] = ("quantity", str(q["property"]), unit)
+        if q["property"] in GLOBAL_PROPERTIES:
+            if unit and not str(q["text"]).endswith(unit):
+                q = {**q, "unit": unit, "text": f"{q['text']} {unit}"}  # the parameter's one unit, always shown
+            out.append(Finding(claim, q["property"], "parameter", key, value=q))
+        elif subjects:
+            out.append(Finding(claim, subjects[0], "object", key, value=q))
+    for feature, stance in claim.stances:
+        if subjects:
+            out.append(Finding(claim, subjects[0], "object", ("feature", feature), stance=stance))
+    return out
 
 
 def build_graph(papers: list[PaperClaims]):
-    """The evidence graph: paper, claim and object nodes; ``makes`` and ``about`` edges."""
+    """The evidence graph: paper -makes-> claim -about-> subject, claim -states-> finding (edge data: the finding)."""
     import networkx as nx
 
-    graph = nx.DiGraph()
+    graph = nx.MultiDiGraph()
     for paper in papers:
         pid = ("paper", paper.record.id)
-        graph.add_node(pid, kind="paper", date=paper.record.published, authors=tuple(paper.record.authors))
-        # A paper that names few catalogued objects is about them: its claims are too,
-        # even when a sentence says "the planet" instead of the designation.
-        implicit = paper.title_objects or (
-            paper.detected.objects if len(paper.detected.objects) <= MAX_IMPLICIT else ()
-        )
+        graph.add_node(pid, kind="paper", paper=paper)
         for claim in paper.claims:
+            found = findings(claim, paper)
+            if not found:
+                continue
             cid = ("claim", claim.claim_id)
             graph.add_node(cid, kind="claim", claim=claim)
             graph.add_edge(pid, cid, rel="makes")
-            d = claim.detected
-            about = [("object", o) for o in dict.fromkeys(d.objects + tuple(implicit))]
-            about += [("molecule", m) for m in d.molecules] + [("instrument", i) for i in d.instruments]
-            about += [("method", m) for m in d.methods] + [("property", p) for p in d.properties]
-            about += [("systematic", s) for s in d.systematics] + [("phenomenon", x) for x in d.phenomena]
-            for node in about:
-                graph.add_node(node, kind=node[0])
-                graph.add_edge(cid, node, rel="about")
+            for f in found:
+                subject = ("subject", f.subject)
+                node = ("finding", f.subject, *f.key)
+                graph.add_node(subject, kind=f.subject_kind)
+                graph.add_node(node, kind="finding")
+                graph.add_edge(cid, subject, rel="about")
+                graph.add_edge(cid, node, rel="states", finding=f)
     return graph
-
-
-def _claims_by_key(graph, papers_by_id: dict[str, PaperClaims]) -> dict[tuple[str, str, str], list[Claim]]:
-    """Index claims by (subject kind, subject, topic) using the graph's ``about`` edges."""
-    index: dict[tuple[str, str, str], list[Claim]] = defaultdict(list)
-    for node, data in graph.nodes(data=True):
-        if data.get("kind") != "claim":
-            continue
-        claim: Claim = data["claim"]
-        about = [n for n in graph.successors(node)]
-        subjects = [n for n in about if n[0] in SUBJECT_WEIGHT]
-        topics = [n[1] for n in about if n[0] in ("property", "molecule")]
-        properties = [n[1] for n in about if n[0] == "property"]
-        for skind, subject in subjects:
-            # a molecule's topics are its properties (never another molecule: "the CO of H2O")
-            own_topics = properties if skind == "molecule" else [t for t in topics if t != subject]
-            for topic in own_topics + [GENERIC_TOPIC]:
-                index[(skind, subject, topic)].append(claim)
-    return index
 
 
 # --------------------------------------------------------------------------- tensions
 
 
-def _quantities(claim: Claim, topic: str) -> list[dict]:
-    return [dict(q) for q in claim.quantities if dict(q)["property"] == topic]
-
-
-def _numeric_conflict(a: Claim, b: Claim, topic: str) -> dict | None:
-    for qa in _quantities(a, topic):
-        for qb in _quantities(b, topic):
-            if qa["unit"] != qb["unit"] or qa["value"] == 0 or qb["value"] == 0:
-                continue
-            if qa["err"] and qb["err"]:
-                sigma = math.hypot(qa["err"], qb["err"])
-                if sigma > 0 and abs(qa["value"] - qb["value"]) > 2 * sigma:
-                    return {"a": qa["text"], "b": qb["text"]}
-            elif (
-                max(qa["value"], qb["value"]) / min(abs(qa["value"]), abs(qb["value"])) > 1.5
-                and qa["value"] * qb["value"] > 0
-            ):
-                return {"a": qa["text"], "b": qb["text"]}
+def conflict(a: Finding, b: Finding) -> tuple[str, float | None] | None:
+    """``("numeric", sigma)`` when two values of one quantity are more than 2 sigma apart,
+    ``("stance", None)`` when one claim detects the feature and the other does not; else None."""
+    if a.key != b.key or a.subject != b.subject:
+        return None
+    if a.value is not None and b.value is not None:
+        va, vb = a.value["value"], b.value["value"]
+        if a.value["err"] and b.value["err"]:
+            separation = abs(va - vb) / math.hypot(a.value["err"], b.value["err"])
+            return ("numeric", round(separation, 1)) if separation > SIGMA_THRESHOLD else None
+        # a value without an uncertainty: only a factor of FACTOR_THRESHOLD or more is a conflict
+        if max(va, vb) / min(va, vb) >= FACTOR_THRESHOLD:
+            return "numeric", None
+        return None
+    if a.stance and b.stance and {a.stance, b.stance} == {"detected", "not detected"}:
+        return "stance", None
     return None
 
 
@@ -198,156 +235,60 @@ def _disjoint_authors(a: PaperClaims, b: PaperClaims) -> bool:
     return not ({x.strip().lower() for x in a.record.authors} & {x.strip().lower() for x in b.record.authors})
 
 
-FACILITY = {
-    "NIRSpec": "JWST",
-    "NIRISS": "JWST",
-    "NIRCam": "JWST",
-    "MIRI": "JWST",
-    "WFC3": "HST",
-    "STIS": "HST",
-    "VLTI/GRAVITY": "VLT",
-    "ESPRESSO": "VLT",
-    "CRIRES+": "VLT",
-    "SPHERE": "VLT",
-    "MUSE": "VLT",
-    "X-shooter": "VLT",
-}
-
-
-def _independent_instruments(a: str, b: str) -> bool:
-    """False when one instrument is part of the other's facility (NIRSpec and JWST are one dataset family)."""
-    return FACILITY.get(a, a) != FACILITY.get(b, b)
-
-
-def classify(
-    a: Claim, b: Claim, pa: PaperClaims, pb: PaperClaims, topic: str, subject: str = ""
-) -> tuple[str, str, dict] | None:
-    """The tension type of claim ``a`` (earlier paper) vs claim ``b`` (later paper), or None."""
-    if topic != GENERIC_TOPIC:
-        numeric = _numeric_conflict(a, b, topic)
-        if numeric:
-            return "observational_tension", "numeric", numeric
-        if (a.negative and b.result and not b.negative) or (b.negative and a.result and not a.negative):
-            return "observational_tension", "polarity", {}
-        if b.tension:
-            return "observational_tension", "explicit", {}
-    issues = [s for s in b.detected.systematics] or [s for s in a.detected.systematics]
-    if (b.method_issue or a.method_issue) and issues:
-        return "methodological_challenge", "methodological", {"issue": issues[0]}
-    if b.qualify and a.result and _disjoint_authors(pa, pb):
-        return "independent_qualification", "qualification", {}
-    inst_a = a.detected.instruments or pa.detected.instruments
-    inst_b = [
-        i
-        for i in (b.detected.instruments or pb.detected.instruments)
-        if all(_independent_instruments(i, x) for x in inst_a)
-    ]
-    if a.result and len(inst_a) == 1 and inst_a[0] != subject:
-        return (
-            "single_dataset_conclusion",
-            "single_dataset",
-            {"instrument_a": inst_a[0], "instrument_b": inst_b[0] if inst_b else None},
-        )
-    return None
-
-
 def find_tensions(papers: list[PaperClaims], cutoff: dt.date) -> list[Tension]:
-    """Every typed tension in the graph, scored (unsorted)."""
+    """Every real tension in the graph (two papers, one subject, one finding, conflicting), scored, unsorted."""
     graph = build_graph(papers)
     by_id = {p.record.id: p for p in papers}
-    index = _claims_by_key(graph, by_id)
-    df: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for (skind, subject, _), claims in index.items():
-        df[(skind, subject)].update(c.paper_id for c in claims)
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    stop = frozenset(ENGLISH_STOP_WORDS)
-    word_df: dict[str, int] = defaultdict(int)
+    stated: dict[tuple, list[Finding]] = defaultdict(list)
+    for node, data in graph.nodes(data=True):
+        if data.get("kind") != "finding":
+            continue
+        for _, _, edge in graph.in_edges(node, data=True):
+            stated[node].append(edge["finding"])
+    naming: dict[str, set[str]] = defaultdict(set)
     for p in papers:
-        for w in set(_content_words(" ".join(c.text for c in p.claims), stop)):
-            word_df[w] += 1
+        for o in p.detected.objects:
+            naming[o].add(p.record.id)
     first = min(p.record.published for p in papers)
     span = max(1, (cutoff - first).days)
     tensions: list[Tension] = []
-    for (skind, subject, topic), claims in sorted(index.items()):
-        paper_ids = sorted({c.paper_id for c in claims})
-        if len(paper_ids) < 2 or len(df[(skind, subject)]) > 400:
+    for node in sorted(stated, key=lambda n: tuple(str(x) for x in n)):
+        found = sorted(
+            stated[node], key=lambda f: (by_id[f.claim.paper_id].record.published, f.claim.paper_id, f.claim.index)
+        )
+        if len({f.claim.paper_id for f in found}) < 2:
             continue
-        ordered = sorted(claims, key=lambda c: (by_id[c.paper_id].record.published, c.paper_id, c.index))
-        groups = _author_groups([by_id[i] for i in paper_ids])
-        pairs = 0
-        for j in range(len(ordered) - 1, 0, -1):  # latest claim first: recent tensions first
-            b = ordered[j]
+        groups = _author_groups([by_id[i] for i in sorted({f.claim.paper_id for f in found})])
+        seen_pairs: set[tuple[str, str]] = set()
+        for j in range(len(found) - 1, 0, -1):  # latest claim first
+            b = found[j]
             for i in range(j - 1, -1, -1):
-                a = ordered[i]
-                pa, pb = by_id[a.paper_id], by_id[b.paper_id]
-                if a.paper_id == b.paper_id or pa.record.published > pb.record.published:
+                a = found[i]
+                pair = (a.claim.paper_id, b.claim.paper_id)
+                if a.claim.paper_id == b.claim.paper_id or pair in seen_pairs:
                     continue
-                typed = classify(a, b, pa, pb, topic, subject)
+                typed = conflict(a, b)
                 if not typed:
                     continue
-                kind, evidence, detail = typed
-                if topic == GENERIC_TOPIC:
-                    detail = {**detail, "phrase": shared_phrase(a, b, subject, word_df, stop)}
+                seen_pairs.add(pair)
+                pa, pb = by_id[a.claim.paper_id], by_id[b.claim.paper_id]
                 t = Tension(
-                    kind=kind,
-                    evidence=evidence,
-                    subject=subject,
-                    subject_kind=skind,
-                    topic=topic,
+                    evidence=typed[0],
+                    subject=a.subject,
+                    subject_kind=a.subject_kind,
+                    key=a.key,
                     a=a,
                     b=b,
                     paper_a=pa,
                     paper_b=pb,
-                    detail=detail,
+                    sigma=typed[1],
                 )
-                _score(t, len(df[(skind, subject)]), groups, cutoff, span)
+                _score(t, len(naming.get(a.subject, ())) or 1, groups, cutoff, span)
                 tensions.append(t)
-                pairs += 1
                 break  # one partner per later claim
-            if pairs >= MAX_PAIRS_PER_KEY:
+            if len(seen_pairs) >= MAX_PAIRS_PER_KEY:
                 break
     return tensions
-
-
-_WORD = re.compile(r"[A-Za-z][A-Za-z\-]{3,}")
-_GENERIC_WORDS = frozenset(
-    """
-using used based find found show shows shown results result observations observed data study studies analysis
-model models suggest suggests within between however while these those their which also first new large small high
-low higher lower than more most both each other such about into over under only well much many several find
-consistent constraints constrain derived measured measure estimate estimated present presented paper work provide
-conclude concluded uncertainty uncertainties detection detections observation function functions region regions
-reveal reveals indicate indicates evidence significant significantly sample samples compared compare times time
-""".split()
-)
-
-
-_NOUNLIKE = re.compile(
-    r"(?:ion|ions|ity|ance|ence|ure|ism|ment|ness|ics|sphere|tail|wave|waves|field|fields|rate|ratio|mass|flux|disk|disc|"
-    r"wind|winds|shock|shocks|jet|jets|cloud|clouds|dust|gas|halo|halos|bar|ring|rings|spectrum|spectra|outflow|outflows|"
-    r"structure|population|populations|variability|layer|layers|core|cores|envelope|profile|profiles|signal|signals)$"
-)
-
-
-def _content_words(text: str, stop: frozenset[str]) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text) if w.lower() not in stop and w.lower() not in _GENERIC_WORDS]
-
-
-def shared_phrase(a: Claim, b: Claim, subject: str, word_df: dict[str, int], stop: frozenset[str]) -> str | None:
-    """The most specific wording two claims share: a common content bigram, else the rarest common word."""
-    from backtest.generators.extract import MOLECULES
-
-    skip = {w.lower() for w in _WORD.findall(subject)}
-    skip |= {w.lower() for alias in MOLECULES.get(subject, ()) for w in _WORD.findall(alias)}
-    wa, wb = _content_words(a.text, stop), _content_words(b.text, stop)
-    bigrams = {f"{x} {y}" for x, y in zip(wa, wa[1:])} & {f"{x} {y}" for x, y in zip(wb, wb[1:])}
-    bigrams = {g for g in bigrams if not (set(g.split()) & skip)}
-    if bigrams:
-        return min(bigrams, key=lambda g: (sum(word_df.get(w, 0) for w in g.split()), g))
-    common = (set(wa) & set(wb)) - skip
-    common = {w for w in common if word_df.get(w, 0) >= 2 and _NOUNLIKE.search(w)}
-    return min(common, key=lambda w: (word_df.get(w, 0), w)) if common else None
 
 
 def _author_groups(papers: list[PaperClaims]) -> int:
@@ -363,11 +304,7 @@ def _author_groups(papers: list[PaperClaims]) -> int:
 
 
 def _score(t: Tension, n_papers_subject: int, groups: int, cutoff: dt.date, span: int) -> None:
-    specificity = (
-        SUBJECT_WEIGHT[t.subject_kind]
-        * (1.0 if t.topic != GENERIC_TOPIC else 0.8)
-        / math.sqrt(1 + n_papers_subject / 25)
-    )
+    specificity = SUBJECT_WEIGHT[t.subject_kind] / math.sqrt(1 + n_papers_subject / 25)
     independence = min(1.0, (groups - 1) / 3) * (1.0 if _disjoint_authors(t.paper_a, t.paper_b) else 0.5)
     recency = max(0.0, 1 - (cutoff - t.paper_b.record.published).days / span)
     evidence = EVIDENCE_WEIGHT[t.evidence]
@@ -382,156 +319,167 @@ def _score(t: Tension, n_papers_subject: int, groups: int, cutoff: dt.date, span
 
 # --------------------------------------------------------------------------- questions
 
-TEMPLATES: dict[str, tuple[str, ...]] = {
-    "observational_tension": (
-        "Do independent determinations of the {topic} of {subject} agree within their stated uncertainties?",
-        "Is the {topic} reported for {subject} reproduced when it is re-observed and re-analysed independently?",
-        "Will new measurements of {subject} narrow the spread between published estimates of its {topic}?",
-        "Which of the differing {topic} results for {subject} do further observations support?",
-    ),
-    "methodological_challenge": (
-        "Does the inferred {topic} of {subject} change beyond its quoted uncertainty "
-        "when {issue} {is_are} treated differently?",
-        "How strongly do conclusions about the {topic} of {subject} depend on the handling of {issue}?",
-        "Do analyses of {subject} that model {issue} in different ways arrive at the same {topic}?",
-        "Is the {topic} derived for {subject} stable against alternative treatments of {issue}?",
-    ),
-    "single_dataset_conclusion": (
-        "Is the {topic} result for {subject} obtained with {instrument_a} "
-        "confirmed by independent {instrument_b} data?",
-        "Does the {instrument_a}-based conclusion on the {topic} of {subject} survive a test with {instrument_b}?",
-        "Will data independent of {instrument_a} reproduce the reported {topic} of {subject}?",
-    ),
-    "independent_qualification": (
-        "Does the earlier conclusion about the {topic} of {subject} "
-        "still hold once the limitations raised by later work are included?",
-        "Under which conditions does the reported {topic} of {subject} remain valid?",
-        "Is the {topic} finding for {subject} robust across the range of conditions explored by subsequent studies?",
-    ),
-}
-GENERIC_TOPIC_PHRASE = {
-    "object": "main result",
-    "molecule": "abundance",
-    "phenomenon": "main result",
-    "instrument": "main result",
-    "method": "main result",
-}
+NUMERIC_TEMPLATES = (
+    "Does an independent measurement of {np} agree with {va} or with {vb}, the two conflicting published values "
+    "({gap})?",
+    "Is {np} {va}, as one study reports, or {vb}, as a later study reports ({gap}), when it is measured again "
+    "with independent data?",
+    "Will an independent determination of {np} resolve the conflict between the published values {va} and {vb} "
+    "({gap}) in favour of one of them?",
+)
+STANCE_TEMPLATES = (
+    "Does a deeper, independent observation of {subject} detect {feature}, which an earlier study reports "
+    "{first} in {subject} and a later one {second}?",
+    "Is {feature} present in {subject}, given that one study reports it {first} and a later one {second}, "
+    "when {subject} is observed again with independent, more sensitive data?",
+    "Will an independent observation of {subject} sensitive to {feature} settle whether it is present, after one "
+    "study reported it {first} and a later one {second}?",
+)
+TEMPLATES = {"numeric": NUMERIC_TEMPLATES, "stance": STANCE_TEMPLATES}
 
 
-_WITH_ARTICLE = {
-    "magnetosphere",
-    "ionosphere",
-    "thermosphere",
-    "plasmasphere",
-    "magnetopause",
-    "magnetotail",
-    "ring current",
-    "solar wind",
-    "heliosphere",
-    "corona",
-    "stratosphere",
-    "polar vortex",
-    "jet stream",
-    "geodynamo",
-    "Martian atmosphere",
-    "Venus atmosphere",
-    "Jovian magnetosphere",
-    "bow shock",
-    "planetary boundary layer",
-    "QBO",
-    "MJO",
-    "radiation belts",
-}
+def noun_phrase(t: Tension) -> str:
+    """The quantity of the subject: "the mass of GW231123", or "the Hubble constant" for a parameter."""
+    if t.subject_kind == "parameter":
+        return PARAMETER_PHRASE.get(t.topic, f"the {t.topic}")
+    return f"the {t.topic} of {t.subject}"
 
 
-def _subject_phrase(t: Tension) -> str:
-    phenomenon = f"the {t.subject}" if t.subject in _WITH_ARTICLE else t.subject
-    return {
-        "object": t.subject,
-        "molecule": t.subject,
-        "phenomenon": phenomenon,
-        "instrument": f"{t.subject} measurements",
-        "method": f"{t.subject} results",
-    }[t.subject_kind]
+def gap_phrase(t: Tension) -> str:
+    """How far apart the two values are: "3.3 sigma apart", or "a factor of 2.4 apart" without uncertainties."""
+    if t.sigma is not None:
+        return f"{t.sigma:.1f} sigma apart"
+    va, vb = (abs(float(f.value["value"])) if f.value else 1.0 for f in (t.a, t.b))
+    return f"a factor of {max(va, vb) / min(va, vb):.1f} apart"
+
+
+def _upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def realise(t: Tension, rng: random.Random) -> str:
-    """A neutral question for tension ``t`` from its type's templates (choice seeded)."""
-    options = TEMPLATES[t.kind]
-    if t.kind == "single_dataset_conclusion" and not t.detail.get("instrument_b"):
-        options = tuple(o for o in options if "{instrument_b}" not in o)
+    """One self-contained question for tension ``t`` (template choice seeded): the subject, the quantity
+    or feature, both findings in brief and the decisive test."""
+    options = TEMPLATES[t.evidence]
     template = options[rng.randrange(len(options))]
-    topic = t.topic if t.topic != GENERIC_TOPIC else (t.detail.get("phrase") or GENERIC_TOPIC_PHRASE[t.subject_kind])
-    issue = t.detail.get("issue", "systematics")
-    text = template.format(
-        topic=topic,
-        subject=_subject_phrase(t),
-        issue=issue,
-        is_are="are" if issue.endswith(("s", "ies")) else "is",
-        instrument_a=t.detail.get("instrument_a", ""),
-        instrument_b=t.detail.get("instrument_b", ""),
+    return template.format(
+        np=noun_phrase(t),
+        va=t.a.shown,
+        vb=t.b.shown,
+        gap=gap_phrase(t),
+        feature=t.topic,
+        subject=t.subject,
+        first=t.a.shown,
+        second=t.b.shown,
     )
-    return text.replace("main result result", "main result").replace("main result finding", "main result")
+
+
+def contract(t: Tension) -> dict[str, str]:
+    """The six-field falsifiable contract of a tension (both findings named, the decisive test stated)."""
+    ida, idb = t.ids
+    if t.evidence == "numeric":
+        np_ = noun_phrase(t)
+        assert t.a.value is not None and t.b.value is not None
+        gap = abs(t.a.value["value"] - t.b.value["value"])
+        unit = f" {t.a.value['unit']}" if t.a.value["unit"] else ""
+        return {
+            "literature_gap": f"{ida} reports {np_} = {t.a.shown}; {idb} reports {t.b.shown}; the two values are "
+            f"{gap_phrase(t)}, so at most one of them is right.",
+            "hypothesis": f"{_upper(np_)} is consistent with the later value, {t.b.shown}.",
+            "minimal_test": f"One new determination of {np_}, from data or a method independent of both studies, "
+            f"with an uncertainty below {gap / 2:.3g}{unit}.",
+            "decisive_metric": f"The distance, in units of its combined uncertainty, of the new value of {np_} "
+            f"from {t.a.shown} and from {t.b.shown}.",
+            "supporting_result": f"The new value lies within 2 sigma of {t.b.shown} and more than 2 sigma from "
+            f"{t.a.shown}.",
+            "falsifying_result": f"The new value lies within 2 sigma of {t.a.shown} and more than 2 sigma from "
+            f"{t.b.shown}.",
+        }
+    return {
+        "literature_gap": f"{ida} reports {t.topic} {t.a.shown} in {t.subject}; {idb} reports it {t.b.shown}.",
+        "hypothesis": f"{_upper(t.topic)} is present in {t.subject}.",
+        "minimal_test": f"An independent observation of {t.subject} at least as sensitive to {t.topic} as the "
+        "study that did not detect it.",
+        "decisive_metric": f"The detection significance of {t.topic} in {t.subject} in the new data.",
+        "supporting_result": f"{_upper(t.topic)} is detected in {t.subject} at 3 sigma or more in independent data.",
+        "falsifying_result": f"No {t.topic} is detected in {t.subject} above 3 sigma at a sensitivity that would "
+        "have detected the reported signal.",
+    }
 
 
 def to_draft(t: Tension, question: str) -> Draft:
-    """The draft for a tension: both papers as evidence, its objects, type, claims and score."""
+    """The draft for a tension: both papers as evidence, the subject, the two claims, the contract and the score."""
     objects = [t.subject] if t.subject_kind == "object" else []
-    objects += [o for o in dict.fromkeys(t.a.detected.objects + t.b.detected.objects) if o not in objects]
+    objects += [o for o in dict.fromkeys(t.a.claim.detected.objects + t.b.claim.detected.objects) if o not in objects]
     return Draft(
         question=question,
         source_evidence_ids=t.ids,
         objects=objects or [t.subject],
         signal_type=t.kind,
         premise=(
-            f"{t.paper_a.record.id}: {claim_clause(t.a.text, 300)} / "
-            f"{t.paper_b.record.id}: {claim_clause(t.b.text, 300)}"
+            f"{t.paper_a.record.id}: {claim_clause(t.a.claim.text, 300)} / "
+            f"{t.paper_b.record.id}: {claim_clause(t.b.claim.text, 300)}"
         ),
         extra={
+            **contract(t),
             "tension": {
                 "subject": t.subject,
                 "subject_kind": t.subject_kind,
                 "topic": t.topic,
+                "key": list(t.key),
                 "evidence": t.evidence,
-                "claims": [t.a.claim_id, t.b.claim_id],
+                "claims": [t.a.claim.claim_id, t.b.claim.claim_id],
+                "findings": [t.a.shown, t.b.shown],
+                **({"sigma": t.sigma} if t.sigma is not None else {}),
                 "score": t.score,
                 "components": t.components,
-                **{k: v for k, v in t.detail.items() if v},
-            }
+            },
         },
     )
 
 
 class EvidenceGraph:
-    """Claims -> objects -> typed cross-paper tensions -> ranked neutral questions."""
+    """Claims -> subjects and findings -> real cross-paper tensions -> ranked, self-contained questions."""
 
     name = "evidence_graph"
-    version = "1"
+    version = "2"
 
     def system_name(self, ctx: GenerationContext) -> str:
         """``evidence_graph``, or ``evidence_graph_llm`` with the LLM verbalizer."""
         return "evidence_graph_llm" if ctx.options.get("verbalizer") == "llm" else "evidence_graph"
 
     def generate(self, ctx: GenerationContext) -> GenerationResult:
-        """Find, score and select tensions; phrase them with templates (or an LLM)."""
+        """Find, score and select real tensions; phrase them with templates (or an LLM); emit fewer when
+        the corpus holds fewer than ``ctx.n``."""
         papers = analyse_corpus(ctx.past)
         tensions = find_tensions(papers, ctx.cutoff)
         rng = random.Random(ctx.seed)
         tiebreak = {id(t): rng.random() for t in tensions}
-        # Specificity first: subject tier (catalogued object > molecule > instrument > method), then score.
-        tensions.sort(key=lambda t: (-SUBJECT_WEIGHT[t.subject_kind], -t.score, tiebreak[id(t)]))
-        drafts = [to_draft(t, realise(t, rng)) for t in tensions[: max(8 * ctx.n, 600)]]
+        tensions.sort(key=lambda t: (-t.score, -(t.sigma or 0.0), tiebreak[id(t)]))
+        drafts = [to_draft(t, realise(t, rng)) for t in tensions]
+        drafts = [d for d in drafts if reads_clearly(d.question)]
 
         def accept(draft: Draft, kept: list[Draft]) -> bool:
-            subject = draft.extra["tension"]["subject"]
-            cap = MAX_PER_OBJECT if draft.extra["tension"]["subject_kind"] == "object" else MAX_PER_SUBJECT
-            if sum(1 for k in kept if k.extra["tension"]["subject"] == subject) >= cap:
+            t = draft.extra["tension"]
+            same = [
+                k
+                for k in kept
+                if (k.extra["tension"]["subject"], k.extra["tension"]["key"]) == (t["subject"], t["key"])
+            ]
+            if len(same) >= MAX_PER_FINDING:
+                return False
+            if sum(1 for k in kept if k.extra["tension"]["subject"] == t["subject"]) >= MAX_PER_SUBJECT:
                 return False
             for pid in draft.source_evidence_ids:
                 if sum(1 for k in kept if pid in k.source_evidence_ids) >= MAX_PER_PAPER:
                     return False
             return True
 
+        if not drafts:
+            raise NothingToAsk(
+                f"evidence_graph: the past corpus of {ctx.instance.instance_id} holds no real tension (two papers, "
+                "one subject, one quantity or feature, conflicting values or stances); nothing written"
+            )
         chosen = select_diverse(drafts, ctx.n, accept=accept, embedding=True, cache_dir=ctx.cache_dir)
         llm_components = None
         if ctx.options.get("verbalizer") == "llm":
@@ -540,17 +488,27 @@ class EvidenceGraph:
             chosen, llm_components = verbalize_with_llm(chosen, ctx)
         counts: defaultdict[str, int] = defaultdict(int)
         for d in chosen:
-            counts[d.signal_type or "none"] += 1
+            counts[d.extra["tension"]["evidence"]] += 1
         description = (
-            "Evidence graph: provenance-carrying claim sentences from past abstracts, the objects they are "
-            "about (catalogued designations, molecules, instruments, methods, quantities), a networkx graph of "
-            "papers, claims and objects, typed cross-paper tensions ranked by specificity, independent "
-            "sources, recency and evidence strength, phrased as neutral questions "
+            "Evidence graph: provenance-carrying claim sentences from past abstracts, the one catalogued object "
+            "(or cosmological parameter) each is about and what it states (a value with its uncertainty, or "
+            "a detection or non-detection), a networkx graph of papers, claims, subjects and findings, and "
+            "real cross-paper tensions (two papers, one subject, one quantity or feature, conflicting values or "
+            "stances) ranked by specificity, independent sources, recency and evidence, phrased as "
+            "self-contained questions with a falsifiable contract "
             + ("by a language model." if llm_components else "from templates.")
+            + f" {len(chosen)} of {ctx.n} requested: the past corpus holds {len(tensions)} real tensions."
         )
         return GenerationResult(
             drafts=chosen,
             description=description,
             llm_components=llm_components,
-            notes={"papers": len(papers), "tensions": len(tensions), "types": dict(sorted(counts.items()))},
+            notes={
+                "papers": len(papers),
+                "requested": ctx.n,
+                "tensions_found": len(tensions),
+                "emitted": len(chosen),
+                "shortfall": max(0, ctx.n - len(chosen)),
+                "evidence": dict(sorted(counts.items())),
+            },
         )

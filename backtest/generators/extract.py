@@ -343,7 +343,8 @@ PROPERTIES = {
     "star formation rate": ["star formation rate", "star-formation rate", "SFR"],
     "mass-loss rate": ["mass-loss rate", "mass loss rate", "escape rate", "atmospheric escape"],
     "Hubble constant": ["Hubble constant", "H0"],
-    "S8": ["S8", "sigma8"],
+    "S8": ["S8"],
+    "sigma8": ["sigma8", "σ8"],
     "dust mass": ["dust mass"],
     "accretion rate": ["accretion rate"],
     "column density": ["column density"],
@@ -520,38 +521,177 @@ def find_terms(text: str, kind: str) -> list[str]:
 
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:\s?[x×]\s?10-?\d+)?"
+_ERR = r"\d+(?:\.\d+)?"
 _QUANTITY = re.compile(
-    r"(?P<value>" + _NUMBER + r")\s?(?:(?:±|\+/-)\s?(?P<err>\d+(?:\.\d+)?))?\s?"
-    r"(?P<unit>K|km/s|km s-1|m/s|ms-1|Msun|Mjup|MJ|Rjup|RJ|Mearth|Rearth|M_J|R_J|"
+    r"(?P<value>" + _NUMBER + r")\s?(?:(?:±|\+/-)\s?(?P<err>" + _ERR + r")"
+    r"|\+(?P<up>" + _ERR + r")_?\s?-(?P<lo>" + _ERR + r"))?\s?"
+    r"(?P<unit>km s-1 Mpc-1|km/s/Mpc|K|km/s|km s-1|m/s|ms-1|Msun|M_sun|Mjup|MJ|Rjup|RJ|Mearth|Rearth|M_J|R_J|"
     r"kpc|Mpc|pc|au|AU|Gyr|Myr|yr|days?|hr|hours|"
     r"nT|G|kG|keV|MeV|GeV|TeV|eV|erg|dex|ppm|per cent|%|km|cm-3|mag)?(?![A-Za-z])"
 )
+# A value that is a bound, a rough figure or one end of a range is not a determination.
+_BOUND_BEFORE = re.compile(
+    r"(?:<|>|≲|≳|≤|≥|~|\bless than|\bmore than|\bgreater than|\bup to|\bat least|\bat most|\babove|\bbelow|"
+    r"\bexceed\w*|\bover|\bunder|\babout|\bapproximately|\baround|\bbetween|\bfrom|\bwithin|\bnearly|\balmost|"
+    r"\d\s?(?:-|–|to|and))\s*$",
+    re.I,
+)
+_UNIT_ALIASES = {
+    "km s-1 Mpc-1": "km/s/Mpc",
+    "km s-1": "km/s",
+    "ms-1": "m/s",
+    "M_sun": "Msun",
+    "M_J": "Mjup",
+    "MJ": "Mjup",
+    "R_J": "Rjup",
+    "RJ": "Rjup",
+    "AU": "au",
+    "per cent": "%",
+    "day": "days",
+    "hr": "hours",
+}
+
+
+_MAX_TIE_GAP = 30
+
+
+def _tied(before: str, prop: str) -> bool:
+    """True when the property's last mention ends at most 30 characters before the value, with no other
+    number in between ("H0 = 73", "a temperature of 1500 K"; not "H0 _ de gives = -0.4"), and it is not
+    a derived quantity ("f sigma8" is a growth rate, not sigma8)."""
+    aliases = sorted(PROPERTIES[prop], key=len, reverse=True)
+    last = None
+    for match in re.finditer(
+        r"(?<![A-Za-z])(?:" + "|".join(re.escape(a) for a in aliases) + r")(?![A-Za-z])", before, re.I
+    ):
+        last = match
+    if last is None:
+        return False
+    alias, lowered = last.group(0).lower(), {a.lower() for a in PROPERTIES[prop]}
+    if alias != PROPERTIES[prop][0].lower() and (alias.endswith(("es", "ii")) or alias[:-1] in lowered):
+        return False  # a plural ("masses of 137 and 103 Msun"): one of several values, not one determination
+    gap = before[last.end() :]
+    if len(gap) > _MAX_TIE_GAP or re.search(r"\d", gap) or re.search(r"[_^]", gap):
+        return False
+    return not re.search(r"\bf\s?$", before[: last.start()])
 
 
 def find_quantities(text: str) -> list[dict]:
     """Key quantities: a number with an uncertainty and/or a unit, tied to the property named
-    within the 60 characters before it (``{"property", "value", "err", "unit", "text"}``)."""
+    within the 60 characters before it (``{"property", "value", "err", "unit", "text", "bound"}``).
+
+    ``err`` is the larger side of an asymmetric uncertainty (``137+22_-17`` -> 22); ``unit`` is
+    normalised (``km s-1`` -> ``km/s``); ``bound`` is true for upper or lower limits, rough
+    figures ("~", "about") and ends of ranges ("10-100"), which are not determinations."""
     found = []
     for match in _QUANTITY.finditer(text):
-        if not (match.group("err") or match.group("unit")):
+        err_text = match.group("err") or (
+            str(max(float(match.group("up")), float(match.group("lo")))) if match.group("up") else None
+        )
+        if not (err_text or match.group("unit")):
             continue
-        window = text[max(0, match.start() - 60) : match.start()]
-        props = find_terms(window, "property")
-        if not props:
+        before = text[max(0, match.start() - 60) : match.start()]
+        if before and (before[-1].isalnum() or before[-1] in "_.,/^"):
+            continue  # the tail of a designation or a word ("GW231123", "M_BH-1")
+        props = find_terms(before, "property")
+        if not props or not _tied(before, props[-1]):
             continue
         try:
             value = float(re.sub(r"\s?[x×]\s?10(-?\d+)", r"e\1", match.group("value")))
         except ValueError:
             continue
+        unit = match.group("unit") or ""
+        norm_unit = _UNIT_ALIASES.get(unit, unit)
+        if match.group("up"):
+            shown = f"{match.group('value')} (+{match.group('up')}/-{match.group('lo')})"
+        elif err_text:
+            shown = f"{match.group('value')} ± {err_text}"
+        else:
+            shown = match.group("value")
         found.append(
             {
                 "property": props[-1],
                 "value": value,
-                "err": float(match.group("err")) if match.group("err") else None,
-                "unit": match.group("unit") or "",
-                "text": match.group(0).strip(),
+                "err": float(err_text) if err_text else None,
+                "unit": norm_unit,
+                "text": f"{shown} {norm_unit}".strip(),
+                "bound": bool(_BOUND_BEFORE.search(before[-25:]))
+                or match.group("value").startswith("-")
+                and bool(re.search(r"\d\s?$", before)),
             }
         )
+    return found
+
+
+# Features whose presence a claim can assert or deny: the molecules, plus a few observables.
+FEATURES = {
+    **{m: aliases for m, aliases in MOLECULES.items() if m not in ("aerosol",)},
+    "DMS": ["DMS", "dimethyl sulfide", "dimethyl sulphide"],
+    "radio emission": ["radio emission"],
+    "X-ray emission": ["X-ray emission"],
+    "gamma-ray emission": ["gamma-ray emission"],
+    "pulsations": ["pulsations"],
+    "a periodic signal": ["periodicity", "periodic signal", "periodic modulation"],
+    "quasi-periodic oscillations": ["QPO", "QPOs", "quasi-periodic oscillation", "quasi-periodic oscillations"],
+    "an atmosphere": ["an atmosphere", "a thick atmosphere", "a secondary atmosphere"],
+    "an exomoon": ["exomoon", "an exomoon"],
+    "a companion": ["a companion", "a binary companion", "a planetary companion"],
+    "lithium": ["lithium"],
+    "neutrino emission": ["neutrino emission"],
+}
+_NEG_STANCE = (
+    r"(?:no (?:significant |clear |convincing |statistically significant |strong |robust )?"
+    r"(?:evidence|detection|sign|signature|indication|trace)s? (?:of|for)|non-?detections? of|"
+    r"(?:do|does|did|could|can) not (?:detect|find|see|confirm|support)|not (?:detected|found|observed|seen|confirmed)|"
+    r"upper limits? (?:on|to|of|for)|absence of|lack of|rules? out|ruled out|undetected)"
+)
+_POS_STANCE = (
+    r"(?:detect(?:s|ed)?|detections? of|evidence (?:for|of)|identif(?:y|ies|ied|ication of)|presence of|"
+    r"signatures? of|confirm(?:s|ed)?(?: the)?(?: presence of| detection of)?|discover(?:y of|s|ed))"
+)
+
+
+@lru_cache(maxsize=1)
+def _stance_patterns() -> list[tuple[str, re.Pattern, re.Pattern, re.Pattern]]:
+    out = []
+    for feature, aliases in FEATURES.items():
+        alias = "(?:" + "|".join(re.escape(a) for a in sorted(aliases, key=len, reverse=True)) + ")"
+        name = r"(?<![\w/+])" + alias + r"(?![\w/+])"
+        neg = re.compile(
+            _NEG_STANCE + r"[^.;:,]{0,15}?" + name + "|" + name + r"[^.;:]{0,30}?\b(?:is|was|were|are|remains?) "
+            r"(?:not|un)\s?(?:detected|seen|found|observed)",
+            re.I,
+        )
+        pos = re.compile(
+            r"\b" + _POS_STANCE + r"\b[^.;:,]{0,15}?" + name + "|" + name + r"[^.;:]{0,30}?\b(?:is|was|were|are) "
+            r"(?:clearly |robustly |securely |also )?(?:detected|identified|seen|confirmed)",
+            re.I,
+        )
+        out.append((feature, re.compile(name), neg, pos))
+    return out
+
+
+def find_stances(text: str) -> list[tuple[str, str]]:
+    """``[(feature, "detected" | "not detected")]``: the features (:data:`FEATURES`) a sentence
+    explicitly says were detected, or explicitly says were not detected (the negation bound to the
+    feature within a few words). A sentence that denies anything asserts no detection; tentative,
+    marginal or hinted detections are not stances."""
+    found = []
+    hedged = bool(
+        re.search(
+            r"\b(?:tentative\w*|marginal\w*|hint\w*|possibl\w*|may|might|could|candidate|interchangeable|degenera\w*|ambiguous)\b",
+            text,
+            re.I,
+        )
+    )
+    denies = bool(re.search(_NEG_STANCE, text, re.I))
+    for feature, name, neg, pos in _stance_patterns():
+        if not name.search(text):
+            continue
+        if neg.search(text):
+            found.append((feature, "not detected"))
+        elif pos.search(text) and not denies and not hedged:
+            found.append((feature, "detected"))
     return found
 
 
@@ -645,6 +785,7 @@ class Claim:
     text: str
     detected: Detected
     quantities: tuple = ()
+    stances: tuple[tuple[str, str], ...] = ()
     result: bool = False
     negative: bool = False
     tension: bool = False
@@ -658,7 +799,12 @@ class Claim:
 
     @property
     def is_claim(self) -> bool:
-        return self.result or self.negative or self.tension
+        return self.result or self.negative or self.tension or bool(self.stances) or self.measured
+
+    @property
+    def measured(self) -> bool:
+        """True when the sentence states a determination: a value with an uncertainty that is not a bound."""
+        return any(dict(q)["err"] is not None and not dict(q).get("bound") for q in self.quantities)
 
 
 @dataclass
@@ -698,6 +844,7 @@ def analyse_sentence(paper_id: str, index: int, text: str, objects: tuple[str, .
         text=text,
         detected=detected,
         quantities=tuple(tuple(sorted(q.items())) for q in find_quantities(text)) if _DIGIT.search(text) else (),
+        stances=tuple(find_stances(text)),
         result=bool(RESULT_CUE.search(low)),
         negative=bool(NEGATIVE_CUE.search(low)),
         tension=bool(TENSION_CUE.search(low)),
@@ -800,7 +947,7 @@ def claim_clause(sentence: str, max_chars: int = 220) -> str:
 
 # --------------------------------------------------------------------------- whole corpus, cached
 
-EXTRACT_VERSION = "3"
+EXTRACT_VERSION = "6"
 
 
 def analyse_corpus(past, progress: bool = False) -> list[PaperClaims]:

@@ -37,6 +37,11 @@ GENERATED_AT_MEANING = (
 )
 
 
+class NothingToAsk(BadInput):
+    """A generator found nothing it may ask about in this past corpus (exit 2 on its own; ``backtest baselines``
+    records the generator as skipped, with this message, and goes on)."""
+
+
 @dataclass
 class Draft:
     """One question before numbering: its text, the past ids it came from, and optional fields."""
@@ -212,6 +217,7 @@ def build_submission(
             "seed": ctx.seed,
             "generated_at_meaning": generated_at_meaning,
             "generator_options": {k: v for k, v in sorted(ctx.options.items()) if v is not None},
+            "generator_notes": result.notes or None,
         }
     )
     return questions, metadata

@@ -1,10 +1,14 @@
 """``random_claims`` — the chance floor: seeded random past papers, one robustness question each.
 
 For each paper drawn (``random.Random(seed)`` over the past corpus sorted by id),
-the headline claim is its first result sentence (:func:`extract.main_claim`); the
-question asks, with one of a small set of neutral templates (chosen by the same
-generator), whether that claim survives independent data or analysis. Papers with
-no claim sentence are skipped and the next draw is taken.
+the headline claim is its first result sentence that stands on its own
+(:func:`wording.headline_clause`: lead-ins such as "In addition," and "We find that" are
+removed, and a sentence leaning on its abstract — "these detections", "our sample",
+"this work", first person — is passed over); the question asks, with one of a small
+set of neutral templates (chosen by the same generator), whether that claim survives
+independent data or analysis, and names what it is about: the catalogued object the
+clause names, else the object(s) of the paper's title or abstract, else the paper's
+title in quotes. Papers with no such claim are skipped and the next draw is taken.
 """
 
 from __future__ import annotations
@@ -12,17 +16,19 @@ from __future__ import annotations
 import random
 
 from backtest.core.records import CorpusRecord
-from backtest.generators.extract import claim_clause, extract_claims, is_declarative, main_claim
+from backtest.generators.extract import extract_claims
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
 from backtest.generators.select import select_diverse
+from backtest.generators.wording import context, headline_clause, paper_subject, reads_clearly
 
 TEMPLATES = (
-    "Does the finding that {clause} hold up when tested with independent data and alternative analysis choices?",
-    "Will an independent reanalysis confirm that {clause}?",
-    "Is the reported result that {clause} robust to different modelling assumptions?",
-    "Can the claim that {clause} be reproduced with an independent dataset?",
+    "Does the result that {clause}{context_mid} hold when it is tested with independent data and alternative "
+    "analysis choices?",
+    "Does an independent reanalysis reproduce the result that {clause}{context}?",
+    "Is the reported result that {clause}{context_mid} stable under different modelling assumptions?",
+    "Can the conclusion that {clause}{context_mid} be reproduced with an independent dataset?",
 )
-MIN_CLAUSE_CHARS = 40
+MAX_CHARS = 360
 
 
 def seeded_past(ctx: GenerationContext) -> tuple[random.Random, list[CorpusRecord], list[int]]:
@@ -49,19 +55,21 @@ class RandomClaims:
             if len(drafts) >= 2 * ctx.n:
                 break
             paper = extract_claims(records[index])
-            claim = main_claim(paper)
-            if not claim:
-                continue
-            clause = claim_clause(claim)
-            if len(clause) < MIN_CLAUSE_CHARS or not is_declarative(clause):
-                continue
+            found = headline_clause(paper)
+            if not found:
+                continue  # every claim leans on its abstract ("these detections", "our sample"): skipped
+            claim, clause = found
             template = TEMPLATES[rng.randrange(len(TEMPLATES))]
+            subject = paper_subject(paper, clause)
+            question = template.format(clause=clause, context=context(subject), context_mid=context(subject, mid=True))
+            if len(question) > MAX_CHARS or not reads_clearly(question):
+                continue
             objects = [o for o in paper.detected.objects if o in set(_claim_objects(paper, claim))]
             drafts.append(
                 Draft(
-                    question=template.format(clause=clause),
+                    question=question,
                     source_evidence_ids=[paper.record.id],
-                    objects=objects or None,
+                    objects=objects or list(paper.title_objects) or None,
                     signal_type="robustness_check",
                     premise=claim,
                 )

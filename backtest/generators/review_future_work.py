@@ -18,7 +18,12 @@ Ranking (documented): cue strength (an explicit question or "open question" 3,
 "remains unclear/unknown/debated" 2, future-work and capability statements 1),
 then specificity (+1 when the sentence names a catalogued object, +0.5 for an
 instrument or molecule), then recency (later papers first), then the seeded order.
-At most two questions per paper, every paper's best one first. Every question cites its source paper.
+At most three questions per paper, every paper's best one first. Every question cites its source paper.
+
+Self-contained: a rewrite that still leans on its abstract ("these detections", "our
+sample", "we", "this work": :data:`backtest.generators.wording.UNRESOLVED`) is dropped, and a
+question naming no catalogued object gets its subject attached: " in K2-18 b" (the object(s)
+of the paper's title or abstract), else ' (raised in "<paper title>")'.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from backtest.generators.extract import detex, scan_terms, split_sentences
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
 from backtest.generators.random_claims import seeded_past
 from backtest.generators.select import select_diverse
+from backtest.generators.wording import is_self_contained, reads_clearly, subject_of, with_subject
 from backtest.text.objects import find_objects
 
 _UNCLEAR = (
@@ -97,6 +103,7 @@ def _tidy(x: str) -> str:
         x = re.split(r",\s*(?:yet|but)\s+", x)[-1]
     x = _TRAILING_CLAUSE.sub("", x)
     x = _LEADING_CLAUSE.sub("", x)
+    x = re.sub(r",?\s*(?:however|though|therefore|thus|still)$", "", x.rstrip(" .;:,-\u2013\u2014"), flags=re.I)
     return x.rstrip(" .;:,-\u2013\u2014").replace("?", "")
 
 
@@ -157,7 +164,14 @@ def cue_strength(sentence: str) -> int:
     return max((w for w, rx in CUES if rx.search(sentence)), default=0)
 
 
-MAX_PER_PAPER = 2  # a paper's second question ranks after every paper's first
+MAX_PER_PAPER = 3  # a paper's second (third) question ranks after every paper's first (second)
+# rewrites whose authors' words do not fit the frame: "settle whether were there ...", "clarified if the ..."
+_UNGRAMMATICAL = re.compile(
+    r"\bwhether (?:were|was|is|are|do|does|did|can|could|has|have|had)\b|"
+    r"^Has subsequent work clarified (?:if|whether|that|many|some|several|\w+ing)\b|"
+    r"^Can it be established (?:what|which|how|why) (?:is|are|was|were)\b",
+)
+MAX_CHARS = 400
 
 
 class ReviewFutureWork:
@@ -172,12 +186,25 @@ class ReviewFutureWork:
         candidates = []
         for i, record in enumerate(records):
             found = []
+            about: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
             for sentence in split_sentences(detex(record.abstract)):
                 strength = cue_strength(sentence)
                 if not strength:
                     continue
                 question = to_question(sentence)
-                if not question or len(question) > 300:
+                if (
+                    not question
+                    or len(question) > 300
+                    or len(question.split()) < 8
+                    or not is_self_contained(question)
+                    or _UNGRAMMATICAL.search(question)
+                ):
+                    continue  # "these detections", "our sample", "we": it leans on its abstract
+                if about is None:
+                    title = detex(record.title)
+                    about = (title, tuple(find_objects(title)), tuple(find_objects(detex(record.abstract))))
+                question = with_subject(question, subject_of(about[0], about[1], about[2], question))
+                if len(question) > MAX_CHARS or not reads_clearly(question):
                     continue
                 objects = find_objects(question)
                 terms = scan_terms(question)
@@ -205,5 +232,5 @@ class ReviewFutureWork:
                 "Community-posed questions: open-question and future-work sentences mined from past abstracts "
                 "with cue phrases, rewritten as questions in the authors' words, each citing its source."
             ),
-            notes={"candidates": len(candidates)},
+            notes={"candidates": len(candidates), "requested": ctx.n, "emitted": len(chosen)},
         )

@@ -9,7 +9,8 @@ set under the ``tfidf`` and ``embedding`` rules with the perturbation audit
 (``diversity/``), and ranks the systems in a pairwise arena (``arena/``).
 
 ``direct_llm`` needs an OpenAI-compatible endpoint (``llm_base_url`` in the options);
-without one it is skipped and the skip is written into ``BASELINES.json`` and printed.
+without one it is skipped and the skip is written into ``BASELINES.json`` and printed; so is a generator
+that finds nothing to ask in the past corpus (``NothingToAsk``: evidence_graph without a real tension).
 Everything is seeded and cached, so a rerun reuses the frozen sets and the complete
 runs and writes the same files.
 """
@@ -50,6 +51,7 @@ def run_baselines(
     """
     from backtest.analysis.compare import compare_runs, render_markdown, write_outputs
     from backtest.generators import run_generator
+    from backtest.generators.protocol import NothingToAsk
     from backtest.studies.pipeline import freeze_or_reuse, score
 
     options = dict(options or {})
@@ -64,7 +66,14 @@ def run_baselines(
         log(f"{name}: generating {n} questions (seed {seed})")
         # only an LLM generator gets the endpoint options: they are recorded in metadata.json, and the freeze gate
         # rightly refuses a set whose metadata names a model that llm_components does not declare
-        made = run_generator(name, instance_id, ws, n=n, seed=seed, options=options if name in NEEDS_ENDPOINT else {})
+        try:
+            made = run_generator(
+                name, instance_id, ws, n=n, seed=seed, options=options if name in NEEDS_ENDPOINT else {}
+            )
+        except NothingToAsk as exc:  # e.g. evidence_graph on a past corpus without a real tension
+            log(f"{name}: skipped: {exc.message}")
+            rows.append({"generator": name, "skipped": exc.message})
+            continue
         frozen, reused = freeze_or_reuse(made["out"], instance_id, ws)
         log(
             f"{name}: {made['n_questions']} questions, "

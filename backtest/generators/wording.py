@@ -1,0 +1,227 @@
+"""Self-contained wording for the baselines that lift sentences from abstracts.
+
+A sentence lifted from an abstract often leans on its context: "these detections",
+"our sample", "in addition, we obtain ...", "this work". Such a clause, wrapped in a
+question template, cannot be understood on its own. The helpers here
+
+* :func:`self_contained_clause` — remove lead-ins ("In addition,", "We find that") and
+  refuse (``None``) a clause that still leans on its context: a demonstrative or an
+  unnamed definite reference ("the sample", "the sources"), first person, a pronoun
+  opening, a connective that points back ("thus", "moreover");
+* :data:`UNRESOLVED` — the fixed list of such anaphors, one regular expression (the tests
+  assert that no baseline question matches it);
+* :func:`subject_of` — what a question is about when its clause names no catalogued
+  object: the object(s) of the source paper's title or abstract, else the title itself;
+* :func:`context` — the phrase that attaches that subject to a clause;
+* :func:`headline_clause` — a paper's first claim that stands on its own;
+* :func:`reads_clearly` — the freeze gate's clarity score finds no major problem (a last check
+  on the finished question; a question that fails it is skipped).
+
+Pure text processing, no model weights.
+"""
+
+from __future__ import annotations
+
+import re
+
+from backtest.generators.extract import PaperClaims, _plausible_object, claim_clause, detex, is_declarative
+from backtest.text.objects import find_objects
+
+# The fixed list of unresolved anaphors and context-bound phrases (case-insensitive, whole words).
+UNRESOLVED_PHRASES = (
+    "these",
+    "those",
+    "this",
+    "such objects",
+    "such sources",
+    "such systems",
+    "the latter",
+    "the former",
+    "the above",
+    "aforementioned",
+    "we",
+    "us",
+    "our",
+    "ours",
+    "in addition",
+    "here we",
+    "in this work",
+    "in this paper",
+    "in this study",
+    "the present work",
+    "the present study",
+    "the present paper",
+    "the same",
+    "they",
+    "them",
+    "their",
+    "such",
+)
+UNRESOLVED = re.compile(
+    r"\b(?:" + "|".join(re.escape(p) for p in UNRESOLVED_PHRASES) + r")\b(?<!\bsuch)|\bsuch\b(?! as\b)", re.I
+)
+# A definite reference to something the abstract introduced but the clause does not name.
+_UNNAMED_DEFINITE = re.compile(
+    r"\b(?:the|both|all|each|either) (?:(?:new|full|final|present|resulting|observed|selected|two|three|"
+    r"whole|entire|parent|current|remaining|other) )?"
+    r"(?:sample|samples|data ?set|data|catalog|catalogue|observations|sources?|objects?|targets?|detections?|"
+    r"candidates?|events?|systems?|members|population|method|approach|framework|technique|pipeline|model|"
+    r"simulations?|survey|galaxies|stars|clusters|planets|measurements|results?|findings?|analysis|populations|"
+    r"regions|sources|groups|classes|models)\b"
+    r"(?! of\b| in\b| from\b| for\b| around\b| with\b| at\b| between\b| across\b| within\b)",
+    re.I,
+)
+_PRONOUN_OPENING = re.compile(
+    r"^(?:[^A-Za-z0-9]|(?:and|or|but|nor|so|based|that|results?|focusing|employing|on|in|at|for|with|by|using|after|"
+    r"during|when|while|whereas|since|because|as|if|to|of|from|than|via|through|across|among|between|"
+    r"it|its|they|their|them|he|she|one|both|each|all|most|many|some|several|two|three|four|none|"
+    r"thus|hence|therefore|moreover|furthermore|however|finally|also|then|instead|similarly|likewise|"
+    r"consequently|accordingly|overall|together|in turn|in particular|notably|interestingly|importantly)\b)",
+    re.I,
+)
+_LEAD_INS = re.compile(
+    r"^(?:(?:in addition|additionally|furthermore|moreover|finally|also|overall|importantly|notably|interestingly|"
+    r"in particular|specifically|crucially|remarkably|surprisingly|consequently|as a result|therefore|thus|hence|"
+    r"however|nevertheless|nonetheless|taken together|together|in summary|in conclusion|to summarize|in short)"
+    r"\s*,?\s+)+",
+    re.I,
+)
+_REFERENCE = re.compile(
+    r"\b(?:[A-Z][a-z]+ et al\.?|Paper [IVX]+|Sect(?:ion)?\.? ?\d|Fig(?:ure)?\.? ?\d|Table \d)", re.I
+)
+MIN_CLAUSE_CHARS = 40
+# a symbol lost in the LaTeX clean-up: "the value of is consistent", "with = 0.3"
+_LOST_SYMBOL = re.compile(
+    r"\b(?:of|for|on|with|to) (?:is|are|was|were|and|with|at|of|in|=)\b|[=_^\\{}$]|\(\s*\)|\s-\s[A-Z]|\w\(\w+,"
+)
+_FUNCTION_OPENERS = frozenset(
+    "the a an neither either both all most many some several each no only its their this these those".split()
+)
+
+
+# "We report the X" / "Our results show X": stripping the first person leaves a noun phrase, not a clause.
+_FIRST_PERSON_NO_THAT = re.compile(
+    r"^(?:here\s*,?\s*)?(?:we|our (?:\w+ )?(?:results?|analysis|findings|observations|data|models?|simulations?))"
+    r"\s+(?:also\s+|further\s+|here\s+|then\s+)?\w+\s+(?!that\b)",
+    re.I,
+)
+_FINITE = re.compile(
+    r"\b(?:is|are|was|were|be|been|being|has|have|had|can|could|may|might|will|would|should|must|does|do|did|"
+    r"remains?|lies|lie|shows?|reveals?|exhibits?|follows?|leads?|yields?|provides?|requires?|implies|implying|"
+    r"suggests?|indicates?|dominates?|exceeds?|matches|agrees?|depends?|increases?|decreases?|varies|vary|"
+    r"peaks?|reaches|reach|appears?|seems?|occurs?|produces?|drives?|plays?|contains?|hosts?|displays?|lacks?|"
+    r"differs?|correlates?|scales?|favou?rs?|supports?|contributes?|emerges?|originates?|arises?|forms?|evolves?|"
+    r"grows?|becomes?|explains?|predicts?|reproduces?|enhances?|suppresses?|allows?|enables?|causes?|prefers?|"
+    r"affects?|improves?|reduces?|showed|revealed|exhibited|followed|led|yielded|provided|required|dominated|"
+    r"exceeded|matched|agreed|depended|increased|decreased|varied|peaked|reached|appeared|seemed|occurred|"
+    r"produced|drove|played|formed|evolved|grew|became|contained|hosted|displayed|lacked|remained|differed|"
+    r"correlated|scaled|favou?red|disfavou?red|excluded|supported|contributed|emerged|originated|arose|"
+    r"(?:is|are|was|were|be|been) \w+ed)\b",
+    re.I,
+)
+
+
+def self_contained_clause(sentence: str, max_chars: int = 220) -> str | None:
+    """The claim sentence as a clause that stands on its own, or ``None`` when it leans on its context
+    (an anaphor, an unnamed definite reference, first person, a fragment without a verb)."""
+    text = _LEAD_INS.sub("", sentence.strip())
+    if _FIRST_PERSON_NO_THAT.match(text):
+        return None
+    if len(claim_clause(text, 100_000)) > max_chars:
+        return None  # cutting it would leave a fragment ("..., with an additional")
+    clause = claim_clause(text, max_chars)
+    clause = _LEAD_INS.sub("", clause)
+    words = clause.split(" ", 2)
+    if len(words) > 1 and words[0].lower() in _FUNCTION_OPENERS:
+        clause = clause[:1].lower() + clause[1:]  # "that The 30 keV electrons" -> "that the ..."
+    elif len(words) > 1 and clause[:1].islower():
+        original = re.search(r"(?<![\w-])" + re.escape(words[0]) + r"(?![\w-])", text, re.I)
+        if original and original.group(0)[:1].isupper() and (words[1][:1].isdigit() or words[1][:1].isupper()):
+            clause = original.group(0) + clause[len(words[0]) :]  # "Mrk 71 has", not "mrk 71 has"
+    if not _FINITE.search(clause) or _LOST_SYMBOL.search(clause):
+        return None
+    if len(clause) < MIN_CLAUSE_CHARS or not is_declarative(clause):
+        return None
+    if UNRESOLVED.search(clause) or _UNNAMED_DEFINITE.search(clause) or _PRONOUN_OPENING.match(clause):
+        return None
+    if _REFERENCE.search(clause) or clause.count("(") != clause.count(")"):
+        return None
+    return clause
+
+
+def is_self_contained(question: str) -> bool:
+    """False when ``question`` holds an unresolved anaphor from :data:`UNRESOLVED` or an unnamed
+    definite reference ("the sample")."""
+    return not (UNRESOLVED.search(question) or _UNNAMED_DEFINITE.search(question))
+
+
+def _short_title(title: str, max_chars: int = 110) -> str:
+    title = detex(title).strip().rstrip(".").replace('"', "'")
+    if len(title) <= max_chars:
+        return title
+    for sep in (": ", " - ", " -- ", ". "):
+        head = title.split(sep)[0]
+        if 25 <= len(head) <= max_chars:
+            return head
+    return title[:max_chars].rsplit(" ", 1)[0].rstrip(" ,;:-") + "..."
+
+
+def subject_of(
+    title: str, title_objects: tuple[str, ...] | list[str], objects: tuple[str, ...] | list[str], text: str
+) -> str | None:
+    """What ``text`` (a clause or question taken from a paper) is about, when it names no catalogued
+    object itself: ``None`` if it does; else the object(s) of the paper's title, else of its abstract
+    (at most three); else the paper's (short) title in quotes."""
+    if [o for o in find_objects(text) if _plausible_object(o)]:
+        return None
+    chosen = [o for o in title_objects if _plausible_object(o)] or [o for o in objects if _plausible_object(o)]
+    if 1 <= len(chosen) <= 3:
+        return chosen[0] if len(chosen) == 1 else ", ".join(chosen[:-1]) + " and " + chosen[-1]
+    return f'"{_short_title(title)}"'
+
+
+def paper_subject(paper: PaperClaims, text: str) -> str | None:
+    """:func:`subject_of` for a paper already analysed (:func:`backtest.generators.extract.extract_claims`)."""
+    return subject_of(paper.record.title, paper.title_objects, paper.detected.objects, text)
+
+
+def context(subject: str | None, mid: bool = False) -> str:
+    """The phrase that attaches ``subject`` to a clause: ", as reported for K2-18 b" or ', as reported in
+    "<title>"' ("" when the clause names its object itself); ``mid`` closes it with a comma, for a
+    clause that the question continues after."""
+    if not subject:
+        return ""
+    phrase = (", as reported in {s}" if subject.startswith('"') else ", as reported for {s}").format(s=subject)
+    return phrase + ("," if mid else "")
+
+
+def headline_clause(paper: PaperClaims, max_chars: int = 220) -> tuple[str, str] | None:
+    """``(sentence, clause)`` of the paper's first claim that stands on its own: result sentences first,
+    then non-detections and tensions; ``None`` when every claim leans on its context."""
+    ordered = [c for c in paper.claims if c.result] + [
+        c for c in paper.claims if not c.result and (c.negative or c.tension)
+    ]
+    for claim in ordered:
+        clause = self_contained_clause(claim.text, max_chars)
+        if clause:
+            return claim.text, clause
+    return None
+
+
+def with_subject(question: str, subject: str | None) -> str:
+    """``question`` with its subject attached before the final '?': " in K2-18 b" for objects,
+    ' (raised in "<title>")' for a quoted title; unchanged when ``subject`` is None."""
+    if not subject:
+        return question
+    form = " (raised in {s})" if subject.startswith('"') else " in {s}"
+    return question.rstrip("?").rstrip() + form.format(s=subject) + "?"
+
+
+def reads_clearly(question: str) -> bool:
+    """True when the freeze gate's clarity score (:func:`backtest.text.clarity.clarity_score`) finds no major
+    problem in ``question`` — no unresolved reference, formula residue, missing subject or missing
+    interrogative — and scores it at or above the gate's threshold."""
+    from backtest.text.clarity import CLARITY_CHECKS, CLARITY_THRESHOLD, MAJOR, clarity_score
+
+    scored = clarity_score(question)
+    return scored.score >= CLARITY_THRESHOLD and not any(CLARITY_CHECKS[c][0] >= MAJOR for c in scored.checks)
