@@ -1,0 +1,176 @@
+"""The intelligibility study (issue 17, item 5): rates, agreement and the clarity score's AUC from committed labels.
+
+Reads ``judges/validation/intelligibility-v1/`` (``items.jsonl``: the blinded questions; ``decode.json``:
+item -> instance, generator, question id; ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl``: the two
+independent passes; ``labels/adjudicated.jsonl``: the final labels) and writes ``results.json`` and
+``results.md`` beside them:
+
+- agreement between the passes: raw agreement and Cohen's kappa on ``intelligible`` (all items) and on
+  ``real_conflict`` (the items neither pass marked ``na``);
+- per instance and generator, the share of questions read as intelligible and, where questions present two
+  findings, the share whose conflict is real, each with a 95% Clopper-Pearson interval;
+- the clarity score (``backtest.text.clarity.clarity_score``, fixed before these labels existed) against the
+  adjudicated labels: the ROC AUC of ``1 - score`` for "unintelligible", with a seeded case bootstrap
+  interval, and how many each side the freeze gate's threshold flags.
+
+Usage: ``python scripts/intelligibility_study.py [FOLDER]``; the same labels give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDER = ROOT / "judges" / "validation" / "intelligibility-v1"
+N_BOOT = 2000
+
+
+def _read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {r["item_id"]: r for r in rows}
+
+
+def study(folder: Path) -> dict[str, Any]:
+    """The results (module docstring) from the labels in ``folder``."""
+    from backtest.core.stats import bootstrap, cohen_kappa, proportion, raw_agreement
+    from backtest.text.clarity import CLARITY_THRESHOLD, CLARITY_VERSION, clarity_auc, clarity_score
+
+    items = _read_jsonl(folder / "items.jsonl")
+    decode = json.loads((folder / "decode.json").read_text(encoding="utf-8"))
+    a = _read_jsonl(folder / "labels" / "reader_a.jsonl")
+    b = _read_jsonl(folder / "labels" / "reader_b.jsonl")
+    final = _read_jsonl(folder / "labels" / "adjudicated.jsonl")
+    for name, labels in (("reader_a", a), ("reader_b", b), ("adjudicated", final)):
+        if set(labels) != set(items):
+            raise SystemExit(f"{name}: labels for {len(labels)} items, expected the {len(items)} of items.jsonl")
+    ids = sorted(items)
+    conflict_ids = [i for i in ids if "na" not in (a[i]["real_conflict"], b[i]["real_conflict"])]
+    pair = {
+        i: ((a[i]["intelligible"], a[i]["real_conflict"]), (b[i]["intelligible"], b[i]["real_conflict"])) for i in ids
+    }
+    agreement = {
+        "intelligible": {
+            "n": len(ids),
+            "raw": raw_agreement([a[i]["intelligible"] for i in ids], [b[i]["intelligible"] for i in ids]),
+            "kappa": cohen_kappa([a[i]["intelligible"] for i in ids], [b[i]["intelligible"] for i in ids]),
+        },
+        "real_conflict": {
+            "n": len(conflict_ids),
+            "raw": raw_agreement(
+                [a[i]["real_conflict"] for i in conflict_ids], [b[i]["real_conflict"] for i in conflict_ids]
+            )
+            if conflict_ids
+            else None,
+        },
+        "disagreements": sum(1 for i in ids if pair[i][0] != pair[i][1]),
+    }
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for i in ids:
+        groups[(decode[i]["instance"], decode[i]["generator"])].append(i)
+    rates = []
+    for (instance, generator), members in sorted(groups.items()):
+        conflicts = [i for i in members if final[i]["real_conflict"] != "na"]
+        reasons: dict[str, int] = defaultdict(int)
+        for i in members:
+            if final[i]["intelligible"] == "no":
+                reasons[final[i]["reason"] or "other"] += 1
+        rates.append(
+            {
+                "instance": instance,
+                "generator": generator,
+                "intelligible": proportion(sum(final[i]["intelligible"] == "yes" for i in members), len(members)),
+                "unintelligible_reasons": dict(sorted(reasons.items())),
+                "real_conflict": proportion(sum(final[i]["real_conflict"] == "yes" for i in conflicts), len(conflicts))
+                if conflicts
+                else None,
+            }
+        )
+    scores = {i: clarity_score(items[i]["question"]).score for i in ids}
+    cases = [(scores[i], final[i]["intelligible"] == "no") for i in ids]
+
+    def auc(sample: list[tuple[float, bool]]) -> float:
+        labels = [u for _, u in sample]
+        if all(labels) or not any(labels):
+            return float("nan")
+        return clarity_auc([s for s, _ in sample], labels)
+
+    boot = bootstrap(cases, auc, n_boot=N_BOOT, seed=0)
+    flagged = {
+        "unintelligible_flagged": sum(1 for s, u in cases if u and s < CLARITY_THRESHOLD),
+        "unintelligible": sum(1 for _, u in cases if u),
+        "intelligible_flagged": sum(1 for s, u in cases if not u and s < CLARITY_THRESHOLD),
+        "intelligible": sum(1 for _, u in cases if not u),
+    }
+    return {
+        "schema_version": "1",
+        "set": folder.name,
+        "items": len(ids),
+        "agreement": agreement,
+        "rates": rates,
+        "clarity": {
+            "version": CLARITY_VERSION,
+            "threshold": CLARITY_THRESHOLD,
+            "auc_unintelligible": boot["estimate"],
+            "auc_ci95": boot["ci"],
+            "bootstrap": {"n_boot": N_BOOT, "seed": 0, "level": "case"},
+            **flagged,
+        },
+    }
+
+
+def _pct(p: dict[str, Any] | None) -> str:
+    if not p:
+        return "–"
+    lo, hi = p["ci95"]
+    return f"{p['rate']:.0%} [{lo:.0%}, {hi:.0%}] ({p['k']}/{p['n']})"
+
+
+def render(results: dict[str, Any]) -> str:
+    ag, cl = results["agreement"], results["clarity"]
+    rc = ag["real_conflict"]
+    conflict = f"{rc['raw']:.0%} raw (n = {rc['n']})" if rc["n"] else "none"
+    lines = [
+        f"# Intelligibility of the reference generators' questions ({results['set']})",
+        "",
+        f"{results['items']} blinded questions, two independent reading passes, adjudicated (see README.md).",
+        "",
+        f"- agreement between the passes on `intelligible`: {ag['intelligible']['raw']:.1%} raw, "
+        f"Cohen's kappa {ag['intelligible']['kappa']:.2f} (n = {ag['intelligible']['n']})",
+        "- on `real_conflict` (items both passes judged to present two findings): " + conflict,
+        f"- items with any disagreement, adjudicated: {ag['disagreements']}",
+        "",
+        "| instance | generator | intelligible | unintelligible, by reason | real conflict on one quantity |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results["rates"]:
+        reasons = ", ".join(f"{k} {v}" for k, v in r["unintelligible_reasons"].items()) or "–"
+        cells = [r["instance"], r["generator"], _pct(r["intelligible"]), reasons, _pct(r["real_conflict"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    lo, hi = cl["auc_ci95"]
+    lines += [
+        "",
+        f"The clarity score ({cl['version']}, fixed before these labels existed) against the adjudicated labels: "
+        f"AUC {cl['auc_unintelligible']:.2f} [{lo:.2f}, {hi:.2f}] for picking out the unintelligible questions "
+        f"(case bootstrap, {cl['bootstrap']['n_boot']} draws, seed 0). The freeze gate's threshold "
+        f"{cl['threshold']} flags {cl['unintelligible_flagged']} of the {cl['unintelligible']} unintelligible "
+        f"and {cl['intelligible_flagged']} of the {cl['intelligible']} intelligible questions.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    folder = Path(argv[0]) if argv else FOLDER
+    results = study(folder)
+    (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (folder / "results.md").write_text(render(results), encoding="utf-8")
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

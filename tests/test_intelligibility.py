@@ -1,0 +1,73 @@
+"""The committed intelligibility study (judges/validation/intelligibility-v1): complete, valid labels from two
+passes, results that follow from them, and items that are what the committed generators write."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from tests.conftest import REPO
+
+FOLDER = REPO / "judges" / "validation" / "intelligibility-v1"
+VALUES = {"intelligible": {"yes", "no"}, "real_conflict": {"yes", "no", "na"}}
+REASONS = {None, "unresolved_reference", "garbled", "no_subject", "not_a_question", "other"}
+
+
+def script():
+    path = REPO / "scripts" / "intelligibility_study.py"
+    spec = importlib.util.spec_from_file_location("intelligibility_study", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def read(name: str) -> dict[str, dict]:
+    rows = [json.loads(line) for line in (FOLDER / name).read_text().splitlines() if line.strip()]
+    return {r["item_id"]: r for r in rows}
+
+
+def test_every_item_has_valid_labels_from_both_passes_and_the_adjudication():
+    items = read("items.jsonl")
+    decode = json.loads((FOLDER / "decode.json").read_text())
+    assert len(items) == 242 and set(decode) == set(items)
+    assert all(set(item) == {"item_id", "question", "premise"} for item in items.values())  # blinded
+    for name in ("labels/reader_a.jsonl", "labels/reader_b.jsonl", "labels/adjudicated.jsonl"):
+        labels = read(name)
+        assert set(labels) == set(items), name
+        for row in labels.values():
+            assert row["intelligible"] in VALUES["intelligible"] and row["real_conflict"] in VALUES["real_conflict"]
+            assert (row["reason"] is None) == (row["intelligible"] == "yes") and row["reason"] in REASONS, row
+    a, b, final = read("labels/reader_a.jsonl"), read("labels/reader_b.jsonl"), read("labels/adjudicated.jsonl")
+    decided = {json.loads(line)["item_id"] for line in (FOLDER / "adjudication.jsonl").read_text().splitlines()}
+    for i in items:
+        key = ("intelligible", "real_conflict")
+        if all(a[i][k] == b[i][k] for k in key):
+            assert all(final[i][k] == a[i][k] for k in key), i  # agreement is kept as it is
+        else:
+            assert i in decided, f"{i}: the passes differ and no adjudication says why"
+
+
+def test_the_committed_results_follow_from_the_labels():
+    study = script()
+    results = study.study(FOLDER)
+    assert results == json.loads((FOLDER / "results.json").read_text())
+    assert study.render(results) == (FOLDER / "results.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_items_are_what_the_committed_generators_write(astro_ws, tmp_path):
+    """random_claims on astro-2025, n 40, seed 0, regenerated now: the same 40 question texts as the items."""
+    from backtest.generators import run_generator
+
+    made = run_generator("random_claims", "astro-2025", astro_ws, n=40, seed=0, out=tmp_path / "rc")
+    lines = (tmp_path / "rc" / "questions.jsonl").read_text().splitlines()
+    now = {json.loads(line)["question"] for line in lines}
+    items, decode = read("items.jsonl"), json.loads((FOLDER / "decode.json").read_text())
+    read_then = {
+        items[i]["question"]
+        for i, d in decode.items()
+        if d["instance"] == "astro-2025" and d["generator"] == "random_claims"
+    }
+    assert made["n_questions"] == len(read_then) == 40 and now == read_then
