@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.errors import BadInput
 from backtest.core.fileio import write_jsonl
 from backtest.core.records import Instance, Question, Retrieval, RetrievedDocument
 from backtest.core.workspace import Workspace
@@ -203,19 +203,9 @@ def retrieve_frozen(
 
     Writes ``retrieval.jsonl`` under ``out_path`` when given (a folder or a ``.jsonl`` file).
     """
-    from backtest.corpus.instance import load_instance
-    from backtest.submit.freeze import is_frozen_and_intact, load_frozen
+    from backtest.submit.freeze import open_intact_frozen
 
-    ok, why = is_frozen_and_intact(Path(frozen_path), ws)
-    if not ok:
-        raise CheckFailed(f"{frozen_path}: not a frozen, intact set ({why}); scoring reads frozen sets only")
-    bundle = load_frozen(Path(frozen_path))
-    instance = load_instance(bundle.frozen.instance_id, ws)
-    if instance.seal != bundle.frozen.instance_seal:
-        raise CheckFailed(
-            f"{frozen_path}: frozen against instance seal {bundle.frozen.instance_seal[:12]}…, "
-            f"but instance {instance.instance_id} now has {instance.seal[:12]}…"
-        )
+    _, bundle, instance = open_intact_frozen(frozen_path, ws, "retrieval reads frozen sets only")
     retrievals = retrieve_questions(bundle.questions, instance, ws, method=method, k=k, progress=progress, **settings)
     if out_path is not None:
         write_retrievals(out_path, retrievals)

@@ -449,25 +449,10 @@ def prepare(
 ) -> Prepared:
     """Check a frozen set (frozen, intact, its instance unchanged and with a future corpus), make its judge
     (``judge_spec``; default: the instance's judge, else ``offline``) and name its run folder."""
-    from backtest.corpus.instance import load_instance
     from backtest.judge import get_judge
-    from backtest.submit.freeze import is_frozen_and_intact, load_frozen
+    from backtest.submit.freeze import open_intact_frozen
 
-    frozen_path = Path(frozen_path)
-    if not frozen_path.is_absolute() and not frozen_path.exists():
-        frozen_path = ws.root / frozen_path
-    if not frozen_path.is_dir():
-        raise BadInput(f"{frozen_path}: no such frozen set folder")
-    ok, why = is_frozen_and_intact(frozen_path, ws)
-    if not ok:
-        raise CheckFailed(f"{frozen_path}: not a frozen, intact set ({why}); scoring reads frozen sets only")
-    bundle = load_frozen(frozen_path)
-    instance = load_instance(bundle.frozen.instance_id, ws)
-    if instance.seal != bundle.frozen.instance_seal:
-        raise CheckFailed(
-            f"{frozen_path}: frozen against instance seal {bundle.frozen.instance_seal[:12]}…, "
-            f"but instance {instance.instance_id} now has {instance.seal[:12]}…"
-        )
+    frozen_path, bundle, instance = open_intact_frozen(frozen_path, ws, "scoring reads frozen sets only")
     if instance.future is None:
         raise BadInput(
             f"instance {instance.instance_id} has no future corpus yet (prospective); grade it when it is due"

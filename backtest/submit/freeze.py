@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from backtest import __version__
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes
-from backtest.core.records import FrozenSet, Question, SubmissionMetadata, describe_validation_error
+from backtest.core.records import FrozenSet, Instance, Question, SubmissionMetadata, describe_validation_error
 from backtest.core.seal import compute_seal, sha256_bytes, sha256_file, with_seal
 from backtest.core.workspace import Workspace
 from backtest.corpus.instance import load_instance
@@ -409,6 +409,28 @@ def is_frozen_and_intact(path: str | Path, ws: Workspace) -> tuple[bool, str]:
         f"{frozen.system} v{frozen.version} for {frozen.instance_id}: {frozen.n_questions} questions, "
         f"seal {frozen.seal}",
     )
+
+
+def open_intact_frozen(frozen_path: str | Path, ws: Workspace, reader: str) -> tuple[Path, FrozenBundle, Instance]:
+    """``(folder, bundle, instance)`` of a frozen set that is frozen, intact and sealed against its instance's
+    current seal; ``frozen_path`` may be relative to the workspace. BadInput for a missing folder, CheckFailed
+    for anything else (``reader`` ends the message: who reads frozen sets only, and why)."""
+    path = Path(frozen_path)
+    if not path.is_absolute() and not path.exists():
+        path = ws.root / path
+    if not path.is_dir():
+        raise BadInput(f"{path}: no such frozen set folder")
+    ok, why = is_frozen_and_intact(path, ws)
+    if not ok:
+        raise CheckFailed(f"{path}: not a frozen, intact set ({why}); {reader}")
+    bundle = load_frozen(path)
+    instance = load_instance(bundle.frozen.instance_id, ws)
+    if instance.seal != bundle.frozen.instance_seal:
+        raise CheckFailed(
+            f"{path}: frozen against instance seal {bundle.frozen.instance_seal[:12]}…, "
+            f"but instance {instance.instance_id} now has {instance.seal[:12]}…"
+        )
+    return path, bundle, instance
 
 
 def frozen_sets(ws: Workspace) -> list[Path]:

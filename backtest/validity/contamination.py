@@ -546,21 +546,9 @@ def probe_set(
 
 def probe_frozen(frozen_path: str | Path, ws: Workspace) -> ContaminationReport:
     """Probe a frozen set folder; refuses (CheckFailed) one that is not frozen and intact, as scoring does."""
-    from backtest.corpus.instance import load_instance
-    from backtest.submit.freeze import is_frozen_and_intact, load_frozen
+    from backtest.submit.freeze import open_intact_frozen
 
-    path = Path(frozen_path)
-    if not path.is_absolute() and not path.exists():
-        path = ws.root / path
-    if not path.is_dir():
-        raise BadInput(f"{frozen_path}: no such frozen set folder")
-    ok, why = is_frozen_and_intact(path, ws)
-    if not ok:
-        raise CheckFailed(f"{path}: not a frozen, intact set ({why}); the probe reads the future only after freezing")
-    bundle = load_frozen(path)
-    instance = load_instance(bundle.frozen.instance_id, ws)
-    if instance.seal != bundle.frozen.instance_seal:
-        raise CheckFailed(f"{path}: frozen against another seal of instance {instance.instance_id}")
+    path, bundle, instance = open_intact_frozen(frozen_path, ws, "the probe reads the future only after freezing")
     return probe_set(bundle.questions, instance, ws, bundle.frozen.system, ws.relative(path), bundle.frozen.seal)
 
 
