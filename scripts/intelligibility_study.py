@@ -1,8 +1,9 @@
 """The intelligibility study (issue 17, item 5): rates, agreement and the clarity score's AUC from committed labels.
 
-Reads ``judges/validation/intelligibility-v1/`` (``items.jsonl``: the blinded questions; ``decode.json``:
-item -> instance, generator, question id; ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl``: the two
-independent passes; ``labels/adjudicated.jsonl``: the final labels) and writes ``results.json`` and
+Reads ``judges/validation/intelligibility-v1/`` (``items.jsonl``: the blinded questions; ``key.json``:
+item -> instance, generator, question id, a plain mapping rather than an ``annotate export`` decode
+record; ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl``: the two independent passes;
+``labels/adjudicated.jsonl``: the final labels) and writes ``results.json`` and
 ``results.md`` beside them:
 
 - agreement between the passes: raw agreement and Cohen's kappa on ``intelligible`` (all items) and on
@@ -40,7 +41,7 @@ def study(folder: Path) -> dict[str, Any]:
     from backtest.text.clarity import CLARITY_THRESHOLD, CLARITY_VERSION, clarity_auc, clarity_score
 
     items = _read_jsonl(folder / "items.jsonl")
-    decode = json.loads((folder / "decode.json").read_text(encoding="utf-8"))
+    decode = json.loads((folder / "key.json").read_text(encoding="utf-8"))
     a = _read_jsonl(folder / "labels" / "reader_a.jsonl")
     b = _read_jsonl(folder / "labels" / "reader_b.jsonl")
     final = _read_jsonl(folder / "labels" / "adjudicated.jsonl")

@@ -28,7 +28,7 @@ def read(name: str) -> dict[str, dict]:
 
 def test_every_item_has_valid_labels_from_both_passes_and_the_adjudication():
     items = read("items.jsonl")
-    decode = json.loads((FOLDER / "decode.json").read_text())
+    decode = json.loads((FOLDER / "key.json").read_text())
     assert len(items) == 242 and set(decode) == set(items)
     assert all(set(item) == {"item_id", "question", "premise"} for item in items.values())  # blinded
     for name in ("labels/reader_a.jsonl", "labels/reader_b.jsonl", "labels/adjudicated.jsonl"):
@@ -57,7 +57,7 @@ def test_the_committed_results_follow_from_the_labels():
 def test_the_items_are_the_sets_the_sources_name():
     """Every generated question was read: per set, as many items as sources.json says the set held."""
     sources = json.loads((FOLDER / "sources.json").read_text())["sets"]
-    decode = json.loads((FOLDER / "decode.json").read_text())
+    decode = json.loads((FOLDER / "key.json").read_text())
     counts: dict[str, int] = {}
     for d in decode.values():
         counts[f"{d['instance']}/{d['generator']}"] = counts.get(f"{d['instance']}/{d['generator']}", 0) + 1
