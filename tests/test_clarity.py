@@ -84,6 +84,16 @@ CRAFTED = [
     ),
     ("unresolved_reference", "Does the sample show a metallicity gradient across the disk of M33?", "the sample"),
     ("unresolved_reference", "Does the source show a redshift of 7.3 in new spectra?", "the source"),
+    (
+        "unresolved_reference",
+        "Does the result that the observed trends are consistent with grain growth in brown dwarf disks hold?",
+        "the observed trends",
+    ),
+    (
+        "background_as_result",
+        "Is the reported result that HI phase separation is a challenging problem in the Milky Way robust?",
+        "HI phase separation is a challenging problem",
+    ),
     ("no_subject", "Has subsequent work clarified the details of several issues?", "no specific content word"),
     ("no_subject", "Will SDA and MHD reproduce the ULF result?", "only jargon"),
 ]

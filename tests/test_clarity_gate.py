@@ -107,7 +107,7 @@ def test_clarity_score_command_on_a_submission_and_a_frozen_set(ws, records, tmp
     frozen = ws.frozen / INSTANCE / "clarity_cmd" / "v1"
     code, out, err = cli(["clarity", "score", frozen], root=ws.root)
     assert code == 0, err
-    assert out.splitlines()[-1].startswith("frozen set clarity_cmd v1: clarity (clarity-v1) mean")
+    assert out.splitlines()[-1].startswith(f"frozen set clarity_cmd v1: clarity ({CLARITY_VERSION}) mean")
     assert "0.40  q_003  unresolved_reference: 'these bars'" in out
     (frozen / "questions.jsonl").chmod(0o644)
     (frozen / "questions.jsonl").write_text((frozen / "questions.jsonl").read_text() + "\n ")

@@ -191,3 +191,47 @@ def test_evidence_graph_on_space_2016_makes_nothing_up(space_ws, tmp_path, capsy
         capsys=capsys,
     )
     assert code == 2 and "holds no real tension" in err and not (tmp_path / "eg").exists()
+
+
+# Sentences the intelligibility-v1 readers found unintelligible as "results" (judges/validation/intelligibility-v1):
+# background framed as a finding, and clauses that point back to their abstract.
+BACKGROUND_READ_AS_RESULTS = [
+    "However, HI phase separation is a challenging and under-constrained problem.",
+    "Decision making under severe lack of information is a ubiquitous situation in nearly every applied field.",
+    "However, acquiring data below 2 or 3 Hz from the field is a challenging and expensive task.",
+    "Mechanisms of the formation and stability of sunspots are among the longest-standing and intriguing puzzles.",
+    "However, there is still a lack of observational data regarding the presence and parameters of outflows.",
+    "The most promising insight into SFCRs was expected to come from Fermi-LAT observations of clusters.",
+    "Although the debate about the systematic errors of DESI DR1 is still open, DESI DR2 is consistent with DR1.",
+    "Recent EUV spectroscopic observations indicate that slow magnetosonic waves are present in loops.",
+]
+FINDINGS = [
+    "We find that the H0 value is 73.0 +- 1.0 km/s/Mpc, in tension with the Planck value.",
+    "Mrk 71 has higher oxygen abundance compared to the other regions in the galaxy.",
+    "No significant correlation was detected between the polarization degree and the flux of BL Lac.",
+]
+
+
+def test_background_sentences_are_not_findings():
+    from backtest.generators.wording import is_background
+
+    assert [s for s in BACKGROUND_READ_AS_RESULTS if not is_background(s)] == []
+    assert [s for s in FINDINGS if is_background(s)] == []
+
+
+@pytest.mark.parametrize(
+    "clause, earlier, points_back",
+    [
+        ("the new index has less variation with longitude", "We define a new index of substorm activity.", True),
+        ("the neural network can reconstruct the low-order ellipses", "We train a neural network on images.", True),
+        ("the observed trends are consistent with models of grain growth", "Water is detected in 20 disks.", True),
+        ("the relative collisionless rate can dominate by orders", "We compute the collisionless rate.", True),
+        ("the Hubble constant is 73 km/s/Mpc", "We measure the Hubble constant.", False),
+        ("the ratio of water to CO is high in the inner disk", "We measure the ratio.", False),
+        ("the accretion rate is low", "Accretion is studied.", False),
+    ],
+)
+def test_a_definite_description_of_the_abstracts_own_points_back(clause, earlier, points_back):
+    from backtest.generators.wording import refers_back
+
+    assert refers_back(clause, earlier) is points_back

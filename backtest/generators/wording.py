@@ -13,6 +13,10 @@ question template, cannot be understood on its own. The helpers here
 * :func:`subject_of` — what a question is about when its clause names no catalogued
   object: the object(s) of the source paper's title or abstract, else the title itself;
 * :func:`context` — the phrase that attaches that subject to a clause;
+* :func:`is_background` — a sentence that motivates or frames the work (a challenge, a gap, a
+  widely held view, an aim) rather than reporting a finding: never a "result" to test;
+* :func:`refers_back` — a clause that opens with a definite description of something the abstract
+  introduced earlier ("the new index", "the neural network", "the observed trends");
 * :func:`headline_clause` — a paper's first claim that stands on its own;
 * :func:`reads_clearly` — the freeze gate's clarity score finds no major problem (a last check
   on the finished question; a question that fails it is skipped).
@@ -25,6 +29,7 @@ from __future__ import annotations
 import re
 
 from backtest.generators.extract import PaperClaims, _plausible_object, claim_clause, detex, is_declarative
+from backtest.text.discourse import OWN_WORK, is_background
 from backtest.text.objects import find_objects
 
 # The fixed list of unresolved anaphors and context-bound phrases (case-insensitive, whole words).
@@ -102,7 +107,10 @@ _FUNCTION_OPENERS = frozenset(
 # "We report the X" / "Our results show X": stripping the first person leaves a noun phrase, not a clause.
 _FIRST_PERSON_NO_THAT = re.compile(
     r"^(?:here\s*,?\s*)?(?:we|our (?:\w+ )?(?:results?|analysis|findings|observations|data|models?|simulations?))"
-    r"\s+(?:also\s+|further\s+|here\s+|then\s+)?\w+\s+(?!that\b)",
+    r"\s+(?:also\s+|further\s+|here\s+|then\s+)?\w+\s+(?!that\b)"
+    r"|^(?:the|these) (?:\w+ )?(?:results?|analysis|findings|simulations?) (?:also )?"
+    r"(?:suggest|reveal|show|indicate|imply|demonstrate)s? (?!that\b)"
+    r"|^\w+ly that\b",  # "We show analytically that X" loses its subject
     re.I,
 )
 _FINITE = re.compile(
@@ -131,6 +139,8 @@ def self_contained_clause(sentence: str, max_chars: int = 220) -> str | None:
         return None  # cutting it would leave a fragment ("..., with an additional")
     clause = claim_clause(text, max_chars)
     clause = _LEAD_INS.sub("", clause)
+    if _FIRST_PERSON_NO_THAT.match(clause):
+        return None
     words = clause.split(" ", 2)
     if len(words) > 1 and words[0].lower() in _FUNCTION_OPENERS:
         clause = clause[:1].lower() + clause[1:]  # "that The 30 keV electrons" -> "that the ..."
@@ -147,6 +157,42 @@ def self_contained_clause(sentence: str, max_chars: int = 220) -> str | None:
     if _REFERENCE.search(clause) or clause.count("(") != clause.count(")"):
         return None
     return clause
+
+
+# "The new index has ...": the opening definite description is its words up to the first function word or
+# verb; lower-case words only (a named thing such as "the Hubble constant" or "the LMC" is not a back-reference).
+_DEFINITE_OPENERS = frozenset(("the", "that", "this"))
+_PREPOSITIONS = frozenset("of in on at for from with to by between within across into over under via".split())
+_NOT_NOUN = frozenset(
+    "of in on at for from with to by and or but as than between within across into over under via is are was were "
+    "has have had can could may might will would should must do does did be been being not".split()
+)
+
+
+def refers_back(clause: str, earlier: str) -> bool:
+    """True when ``clause`` opens with a definite description ("the new index", "the observed trends") whose
+    head noun ``earlier`` (the abstract's preceding sentences) already used: the clause then names something
+    only its abstract introduced."""
+    words = clause.strip().split()
+    if len(words) < 3 or words[0].lower() not in _DEFINITE_OPENERS:
+        return False
+    if words[1] in OWN_WORK and re.fullmatch(r"[a-z][a-z-]*", words[2]):
+        return True  # "the observed trends", "the inferred total mass": the paper's own, introduced before
+    noun_phrase: list[str] = []
+    for word in words[1:5]:
+        if word.lower() in _NOT_NOUN or _FINITE.fullmatch(word) or not re.fullmatch(r"[a-z][a-z-]*,?", word):
+            break
+        noun_phrase.append(word.rstrip(","))
+        if word.endswith(","):
+            break
+    else:
+        return False  # more than four words before a verb: not a short description that points back
+    after = words[len(noun_phrase) + 1].rstrip(",")
+    if not noun_phrase or after in _PREPOSITIONS or not re.fullmatch(r"[a-z][a-z-]*", after):
+        return False  # described further ("the ratio of H2O to CO") or named ("the LMC"): not a back-reference
+    head = noun_phrase[-1]
+    head = head[:-2] if head.endswith("es") and len(head) > 5 else head.rstrip("s")
+    return len(head) >= 3 and re.search(r"\b" + re.escape(head) + r"(?:s|es)?\b", earlier, re.I) is not None
 
 
 def is_self_contained(question: str) -> bool:
@@ -197,13 +243,16 @@ def context(subject: str | None, mid: bool = False) -> str:
 
 def headline_clause(paper: PaperClaims, max_chars: int = 220) -> tuple[str, str] | None:
     """``(sentence, clause)`` of the paper's first claim that stands on its own: result sentences first,
-    then non-detections and tensions; ``None`` when every claim leans on its context."""
+    then non-detections and tensions, never a background sentence (:func:`is_background`) nor a clause that
+    refers back to its abstract (:func:`refers_back`); ``None`` when every claim leans on its context."""
     ordered = [c for c in paper.claims if c.result] + [
         c for c in paper.claims if not c.result and (c.negative or c.tension)
     ]
     for claim in ordered:
+        if is_background(claim.text):
+            continue
         clause = self_contained_clause(claim.text, max_chars)
-        if clause:
+        if clause and not refers_back(clause, " ".join(paper.sentences[: max(claim.index, 0)])):
             return claim.text, clause
     return None
 

@@ -18,6 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from backtest.text.discourse import background_as_result, own_work_subject
+
 FORM_FEATURES = (
     "log_words",
     "too_long",
@@ -91,7 +93,7 @@ def question_form(question: str, full_text: str | None = None) -> list[float]:
 # --------------------------------------------------------------------------- the clarity score
 
 #: Bumped whenever a check, a pattern or a penalty changes; recorded with every score (and in FROZEN.json).
-CLARITY_VERSION = "clarity-v1"
+CLARITY_VERSION = "clarity-v2"
 #: The freeze gate's default: a question scoring below it is flagged. It flags every question with a major
 #: problem (0.4) or three minor ones (0.42), never one with one or two minor ones (0.75, 0.5625): no score falls
 #: between 0.42 and 0.5625, and 0.5 sits in that gap. See docs/submit.md for the distributions behind it.
@@ -132,7 +134,13 @@ CLARITY_CHECKS: dict[str, tuple[float, str]] = {
         MAJOR,
         "a reference to something the question never names: this/these/such + noun or a lone pronoun in the "
         "first clause with no antecedent, we/our, 'the authors', 'the above', 'the sample', 'this paper', "
-        "a clause opening with 'therefore,'/'in addition,'/'remarkably,'",
+        "a clause opening with 'therefore,'/'in addition,'/'remarkably,', a result whose subject is a "
+        "description of a paper's own material ('the result that the observed trends ...'; clarity-v2)",
+    ),
+    "background_as_result": (
+        MAJOR,
+        "a framing sentence asked about as a result: 'the result that X remains a challenge / data are lacking "
+        "/ is expected to' (clarity-v2)",
     ),
     "no_subject": (
         MAJOR,
@@ -428,6 +436,12 @@ def clarity_score(question: str) -> ClarityScore:
                 add("contradictory_quantifiers", text[m.start() : m.end()], m.start(), m.end())
     for span, start, end in _unresolved(text, masked):
         add("unresolved_reference", span, start, end)
+    own = own_work_subject(masked)
+    if own:
+        add("unresolved_reference", own.group(0), own.start(), own.end())
+    framing = background_as_result(masked)
+    if framing:
+        add("background_as_result", framing.group("clause")[:80], framing.start("clause"), framing.end("clause"))
     why = _no_subject(text)
     if why:
         add("no_subject", why, 0, len(text))
