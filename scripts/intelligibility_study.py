@@ -1,8 +1,9 @@
 """The intelligibility study (issue 17, item 5): rates, agreement and the clarity score's AUC from committed labels.
 
-Reads ``judges/validation/intelligibility-v1/`` (``items.jsonl``: the blinded questions; ``key.json``:
-item -> instance, generator, question id, a plain mapping rather than an ``annotate export`` decode
-record; ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl``: the two independent passes;
+Reads a study folder (default ``judges/validation/intelligibility-v2/``): ``items.jsonl`` (the blinded
+questions), ``key.json`` (item -> instance, generator, question id, a plain mapping rather than an
+``annotate export`` decode record), ``sources.json`` (what was generated, and the clarity version the labels
+were read under); ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl``: the two independent passes;
 ``labels/adjudicated.jsonl``: the final labels) and writes ``results.json`` and
 ``results.md`` beside them:
 
@@ -10,9 +11,11 @@ record; ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl``: the two independen
   ``real_conflict`` (the items neither pass marked ``na``);
 - per instance and generator, the share of questions read as intelligible and, where questions present two
   findings, the share whose conflict is real, each with a 95% Clopper-Pearson interval;
-- the clarity score (``backtest.text.clarity.clarity_score``, fixed before these labels existed) against the
-  adjudicated labels: the ROC AUC of ``1 - score`` for "unintelligible", with a seeded case bootstrap
-  interval, and how many each side the freeze gate's threshold flags.
+- the clarity score (``backtest.text.clarity.clarity_score``) against the adjudicated labels: the ROC AUC of
+  ``1 - score`` for "unintelligible", with a seeded case bootstrap interval, and how many each side the freeze
+  gate's threshold flags; over every item, and over the ``*-unfiltered`` questions alone where a study holds
+  them. The report says whether the score's version was fixed before the labels were read (a measurement) or
+  changed after (in-sample).
 
 Usage: ``python scripts/intelligibility_study.py [FOLDER]``; the same labels give the same bytes.
 """
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDER = ROOT / "judges" / "validation" / "intelligibility-v1"
+FOLDER = ROOT / "judges" / "validation" / "intelligibility-v2"
 N_BOOT = 2000
 
 
@@ -91,21 +94,19 @@ def study(folder: Path) -> dict[str, Any]:
             }
         )
     scores = {i: clarity_score(items[i]["question"]).score for i in ids}
-    cases = [(scores[i], final[i]["intelligible"] == "no") for i in ids]
-
-    def auc(sample: list[tuple[float, bool]]) -> float:
-        labels = [u for _, u in sample]
-        if all(labels) or not any(labels):
-            return float("nan")
-        return clarity_auc([s for s, _ in sample], labels)
-
-    boot = bootstrap(cases, auc, n_boot=N_BOOT, seed=0)
-    flagged = {
-        "unintelligible_flagged": sum(1 for s, u in cases if u and s < CLARITY_THRESHOLD),
-        "unintelligible": sum(1 for _, u in cases if u),
-        "intelligible_flagged": sum(1 for s, u in cases if not u and s < CLARITY_THRESHOLD),
-        "intelligible": sum(1 for _, u in cases if not u),
-    }
+    clarity = _clarity(
+        [(scores[i], final[i]["intelligible"] == "no") for i in ids], CLARITY_THRESHOLD, bootstrap, clarity_auc
+    )
+    unfiltered = [i for i in ids if decode[i]["generator"].endswith("-unfiltered")]
+    if unfiltered:  # the questions no quality filter saw: the score's AUC where it did not choose the sample
+        clarity["unfiltered"] = _clarity(
+            [(scores[i], final[i]["intelligible"] == "no") for i in unfiltered],
+            CLARITY_THRESHOLD,
+            bootstrap,
+            clarity_auc,
+        )
+    sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
+    read_under = sources.get("clarity_version_at_reading", "clarity-v1")
     return {
         "schema_version": "1",
         "set": folder.name,
@@ -114,12 +115,32 @@ def study(folder: Path) -> dict[str, Any]:
         "rates": rates,
         "clarity": {
             "version": CLARITY_VERSION,
+            "version_at_reading": read_under,
             "threshold": CLARITY_THRESHOLD,
-            "auc_unintelligible": boot["estimate"],
-            "auc_ci95": boot["ci"],
             "bootstrap": {"n_boot": N_BOOT, "seed": 0, "level": "case"},
-            **flagged,
+            **clarity,
         },
+    }
+
+
+def _clarity(cases: list[tuple[float, bool]], threshold: float, bootstrap: Any, clarity_auc: Any) -> dict[str, Any]:
+    """AUC of the clarity score for "unintelligible" over ``cases`` (score, unintelligible), with a seeded case
+    bootstrap interval, and how many each side the gate's threshold flags."""
+
+    def auc(sample: list[tuple[float, bool]]) -> float:
+        labels = [u for _, u in sample]
+        if all(labels) or not any(labels):
+            return float("nan")
+        return clarity_auc([s for s, _ in sample], labels)
+
+    boot = bootstrap(cases, auc, n_boot=N_BOOT, seed=0)
+    return {
+        "auc_unintelligible": boot["estimate"],
+        "auc_ci95": boot["ci"],
+        "unintelligible_flagged": sum(1 for s, u in cases if u and s < threshold),
+        "unintelligible": sum(1 for _, u in cases if u),
+        "intelligible_flagged": sum(1 for s, u in cases if not u and s < threshold),
+        "intelligible": sum(1 for _, u in cases if not u),
     }
 
 
@@ -151,16 +172,23 @@ def render(results: dict[str, Any]) -> str:
         reasons = ", ".join(f"{k} {v}" for k, v in r["unintelligible_reasons"].items()) or "–"
         cells = [r["instance"], r["generator"], _pct(r["intelligible"]), reasons, _pct(r["real_conflict"])]
         lines.append("| " + " | ".join(cells) + " |")
-    lo, hi = cl["auc_ci95"]
-    lines += [
-        "",
-        f"The clarity score ({cl['version']}, fixed before these labels existed) against the adjudicated labels: "
-        f"AUC {cl['auc_unintelligible']:.2f} [{lo:.2f}, {hi:.2f}] for picking out the unintelligible questions "
-        f"(case bootstrap, {cl['bootstrap']['n_boot']} draws, seed 0). The freeze gate's threshold "
-        f"{cl['threshold']} flags {cl['unintelligible_flagged']} of the {cl['unintelligible']} unintelligible "
-        f"and {cl['intelligible_flagged']} of the {cl['intelligible']} intelligible questions.",
-        "",
-    ]
+    when = (
+        "fixed before these labels existed"
+        if cl["version"] == cl["version_at_reading"]
+        else f"changed after these labels were read under {cl['version_at_reading']}, partly from their failures: "
+        "in-sample, not a measurement"
+    )
+    lines += ["", f"The clarity score ({cl['version']}, {when}) against the adjudicated labels:", ""]
+    for what, c in (("every item", cl), ("the unfiltered questions only", cl.get("unfiltered"))):
+        if c:
+            lo, hi = c["auc_ci95"]
+            lines.append(
+                f"- {what}: AUC {c['auc_unintelligible']:.2f} [{lo:.2f}, {hi:.2f}] for picking out the "
+                f"unintelligible questions (case bootstrap, {cl['bootstrap']['n_boot']} draws, seed 0); the freeze "
+                f"gate's threshold {cl['threshold']} flags {c['unintelligible_flagged']} of the {c['unintelligible']} "
+                f"unintelligible and {c['intelligible_flagged']} of the {c['intelligible']} intelligible questions."
+            )
+    lines.append("")
     return "\n".join(lines)
 
 

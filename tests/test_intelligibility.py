@@ -1,14 +1,17 @@
-"""The committed intelligibility study (judges/validation/intelligibility-v1): complete, valid labels from two
-passes, results that follow from them, and items that are what the committed generators write."""
+"""The committed intelligibility studies (judges/validation/intelligibility-v*): complete, valid labels from two
+passes, results that follow from them, and every question of the sets their sources name."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 
-FOLDER = REPO / "judges" / "validation" / "intelligibility-v1"
+STUDIES = {"intelligibility-v1": 242, "intelligibility-v2": 299}
 VALUES = {"intelligible": {"yes", "no"}, "real_conflict": {"yes", "no", "na"}}
 REASONS = {None, "unresolved_reference", "garbled", "no_subject", "not_a_question", "other"}
 
@@ -21,24 +24,29 @@ def script():
     return module
 
 
-def read(name: str) -> dict[str, dict]:
-    rows = [json.loads(line) for line in (FOLDER / name).read_text().splitlines() if line.strip()]
+@pytest.fixture(params=sorted(STUDIES))
+def study_folder(request) -> Path:
+    return REPO / "judges" / "validation" / request.param
+
+
+def read(folder: Path, name: str) -> dict[str, dict]:
+    rows = [json.loads(line) for line in (folder / name).read_text().splitlines() if line.strip()]
     return {r["item_id"]: r for r in rows}
 
 
-def test_every_item_has_valid_labels_from_both_passes_and_the_adjudication():
-    items = read("items.jsonl")
-    decode = json.loads((FOLDER / "key.json").read_text())
-    assert len(items) == 242 and set(decode) == set(items)
+def test_every_item_has_valid_labels_from_both_passes_and_the_adjudication(study_folder):
+    items = read(study_folder, "items.jsonl")
+    decode = json.loads((study_folder / "key.json").read_text())
+    assert len(items) == STUDIES[study_folder.name] and set(decode) == set(items)
     assert all(set(item) == {"item_id", "question", "premise"} for item in items.values())  # blinded
     for name in ("labels/reader_a.jsonl", "labels/reader_b.jsonl", "labels/adjudicated.jsonl"):
-        labels = read(name)
+        labels = read(study_folder, name)
         assert set(labels) == set(items), name
         for row in labels.values():
             assert row["intelligible"] in VALUES["intelligible"] and row["real_conflict"] in VALUES["real_conflict"]
             assert (row["reason"] is None) == (row["intelligible"] == "yes") and row["reason"] in REASONS, row
-    a, b, final = read("labels/reader_a.jsonl"), read("labels/reader_b.jsonl"), read("labels/adjudicated.jsonl")
-    decided = {json.loads(line)["item_id"] for line in (FOLDER / "adjudication.jsonl").read_text().splitlines()}
+    a, b, final = (read(study_folder, f"labels/{n}.jsonl") for n in ("reader_a", "reader_b", "adjudicated"))
+    decided = {json.loads(x)["item_id"] for x in (study_folder / "adjudication.jsonl").read_text().splitlines()}
     for i in items:
         key = ("intelligible", "real_conflict")
         if all(a[i][k] == b[i][k] for k in key):
@@ -47,17 +55,17 @@ def test_every_item_has_valid_labels_from_both_passes_and_the_adjudication():
             assert i in decided, f"{i}: the passes differ and no adjudication says why"
 
 
-def test_the_committed_results_follow_from_the_labels():
+def test_the_committed_results_follow_from_the_labels(study_folder):
     study = script()
-    results = study.study(FOLDER)
-    assert results == json.loads((FOLDER / "results.json").read_text())
-    assert study.render(results) == (FOLDER / "results.md").read_text()
+    results = study.study(study_folder)
+    assert results == json.loads((study_folder / "results.json").read_text())
+    assert study.render(results) == (study_folder / "results.md").read_text()
 
 
-def test_the_items_are_the_sets_the_sources_name():
+def test_the_items_are_the_sets_the_sources_name(study_folder):
     """Every generated question was read: per set, as many items as sources.json says the set held."""
-    sources = json.loads((FOLDER / "sources.json").read_text())["sets"]
-    decode = json.loads((FOLDER / "key.json").read_text())
+    sources = json.loads((study_folder / "sources.json").read_text())["sets"]
+    decode = json.loads((study_folder / "key.json").read_text())
     counts: dict[str, int] = {}
     for d in decode.values():
         counts[f"{d['instance']}/{d['generator']}"] = counts.get(f"{d['instance']}/{d['generator']}", 0) + 1
