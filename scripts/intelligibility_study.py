@@ -40,8 +40,8 @@ def _read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
 
 def study(folder: Path) -> dict[str, Any]:
     """The results (module docstring) from the labels in ``folder``."""
-    from backtest.core.stats import bootstrap, cohen_kappa, proportion, raw_agreement
-    from backtest.text.clarity import CLARITY_THRESHOLD, CLARITY_VERSION, clarity_auc, clarity_score
+    from backtest.core.stats import cohen_kappa, proportion, raw_agreement
+    from backtest.text.clarity import CLARITY_THRESHOLD, CLARITY_VERSION, clarity_score
 
     items = _read_jsonl(folder / "items.jsonl")
     decode = json.loads((folder / "key.json").read_text(encoding="utf-8"))
@@ -93,18 +93,11 @@ def study(folder: Path) -> dict[str, Any]:
                 else None,
             }
         )
-    scores = {i: clarity_score(items[i]["question"]).score for i in ids}
-    clarity = _clarity(
-        [(scores[i], final[i]["intelligible"] == "no") for i in ids], CLARITY_THRESHOLD, bootstrap, clarity_auc
-    )
+    cases = {i: (clarity_score(items[i]["question"]).score, final[i]["intelligible"] == "no") for i in ids}
+    clarity = _clarity([cases[i] for i in ids])
     unfiltered = [i for i in ids if decode[i]["generator"].endswith("-unfiltered")]
     if unfiltered:  # the questions no quality filter saw: the score's AUC where it did not choose the sample
-        clarity["unfiltered"] = _clarity(
-            [(scores[i], final[i]["intelligible"] == "no") for i in unfiltered],
-            CLARITY_THRESHOLD,
-            bootstrap,
-            clarity_auc,
-        )
+        clarity["unfiltered"] = _clarity([cases[i] for i in unfiltered])
     sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
     read_under = sources.get("clarity_version_at_reading", "clarity-v1")
     return {
@@ -123,9 +116,12 @@ def study(folder: Path) -> dict[str, Any]:
     }
 
 
-def _clarity(cases: list[tuple[float, bool]], threshold: float, bootstrap: Any, clarity_auc: Any) -> dict[str, Any]:
+def _clarity(cases: list[tuple[float, bool]]) -> dict[str, Any]:
     """AUC of the clarity score for "unintelligible" over ``cases`` (score, unintelligible), with a seeded case
     bootstrap interval, and how many each side the gate's threshold flags."""
+    from backtest.core.stats import bootstrap
+    from backtest.text.clarity import CLARITY_THRESHOLD as threshold
+    from backtest.text.clarity import clarity_auc
 
     def auc(sample: list[tuple[float, bool]]) -> float:
         labels = [u for _, u in sample]

@@ -13,8 +13,9 @@ question template, cannot be understood on its own. The helpers here
 * :func:`subject_of` — what a question is about when its clause names no catalogued
   object: the object(s) of the source paper's title or abstract, else the title itself;
 * :func:`context` — the phrase that attaches that subject to a clause;
-* :func:`is_background` — a sentence that motivates or frames the work (a challenge, a gap, a
-  widely held view, an aim) rather than reporting a finding: never a "result" to test;
+* :func:`backtest.text.discourse.is_background` (shared with the clarity score) — a sentence that
+  motivates or frames the work (a challenge, a gap, a widely held view, an aim) rather than reporting
+  a finding: never a "result" to test;
 * :func:`refers_back` — a clause that opens with a definite description of something the abstract
   introduced earlier ("the new index", "the neural network", "the observed trends");
 * :func:`headline_clause` — a paper's first claim that stands on its own;
@@ -163,9 +164,9 @@ def self_contained_clause(sentence: str, max_chars: int = 220) -> str | None:
 # verb; lower-case words only (a named thing such as "the Hubble constant" or "the LMC" is not a back-reference).
 _DEFINITE_OPENERS = frozenset(("the", "that", "this"))
 _PREPOSITIONS = frozenset("of in on at for from with to by between within across into over under via".split())
-_NOT_NOUN = frozenset(
-    "of in on at for from with to by and or but as than between within across into over under via is are was were "
-    "has have had can could may might will would should must do does did be been being not".split()
+_NOT_NOUN = _PREPOSITIONS | frozenset(
+    "and or but as than is are was were has have had can could may might will would should must do does did be "
+    "been being not".split()
 )
 
 

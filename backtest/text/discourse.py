@@ -49,8 +49,9 @@ _AS_RESULT = re.compile(r"\b(?:result|conclusion|finding|claim)s? that (?P<claus
 
 
 def background_as_result(question: str) -> re.Match[str] | None:
-    """Where ``question`` asks about "the result that X" and X is background (:func:`is_background`): the match,
-    else None. Such a question asks whether a framing sentence replicates, which asks nothing."""
+    """Where ``question`` asks about "the result that X" and X is background (:func:`is_background`): the match
+    (its ``clause`` group is X), else None. Such a question asks whether a framing sentence replicates, which
+    asks nothing."""
     m = _AS_RESULT.search(question)
     return m if m and is_background(m.group("clause")) else None
 
