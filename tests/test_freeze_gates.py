@@ -3,12 +3,14 @@ clarity flags, the falsifiable contract and the LLM declaration."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
 
+from backtest.core.records import LLMComponent
 from backtest.submit.freeze import FROZEN_FILE, load_frozen
-from backtest.submit.gates import id_scheme, llm_mentions, normalise_id
+from backtest.submit.gates import id_scheme, llm_mentions, normalise_id, trained_after
 
 from .submission_helpers import metadata, past_records, question_rows, snapshot, writable_ws, write_submission
 
@@ -127,6 +129,32 @@ def test_declared_llm_components_pass(ws, records, tmp_path, cli):
     code, _, err = cli(["freeze", sub, "--instance", "astro-2025"], root=ws.root)
     assert code == 0, err
     assert gate(ws.frozen / "astro-2025" / "llm_sys" / "v1", "llm_components")["status"] == "passed"
+
+
+def test_llm_trained_after_the_cutoff_is_warned(ws, records, tmp_path, cli):
+    """A model whose stated training data reach past the instance's cutoff may have read the future: the set
+    still freezes (the operator declared it), but the gate says so in FROZEN.json."""
+    rows = question_rows(records, system="baseline_direct_llm_gpt-4.1_v1")
+    components = [{"model": "gpt-4.1", "role": "generation", "training_cutoff": "2026-01"}]
+    meta = metadata(len(rows), system="late_llm", description="Prompted an LLM.", llm_components=components)
+    sub = write_submission(tmp_path / "sub", rows, meta)
+    code, _, err = cli(["freeze", sub, "--instance", "astro-2025"], root=ws.root)
+    assert code == 0, err
+    result = gate(ws.frozen / "astro-2025" / "late_llm" / "v1", "llm_components")
+    assert result["status"] == "warned"
+    assert "gpt-4.1 (training cutoff 2026-01)" in result["reason"]
+
+
+def test_trained_after_reads_the_stated_precision():
+    def comp(cutoff):
+        return [LLMComponent(model="m", role="generation", training_cutoff=cutoff)]
+
+    cutoff = dt.date(2016, 12, 31)
+    assert trained_after(comp("2016-12"), cutoff) == [] and trained_after(comp("2016"), cutoff) == []
+    assert trained_after(comp("2017-01-01"), cutoff) == ["m (training cutoff 2017-01-01)"]
+    assert trained_after(comp("2024-08"), cutoff) == ["m (training cutoff 2024-08)"]
+    assert trained_after(comp("not stated by the operator"), cutoff) == []
+    assert trained_after({"free": "form"}, cutoff) == []
 
 
 def test_llm_mentions_and_id_helpers():

@@ -195,6 +195,37 @@ def test_commit_refuses_bad_window_and_existing_folder(committed, cli):
     assert code == 2 and "not after the cutoff" in err
 
 
+def test_commit_generates_reference_systems_against_the_past_only_instance(astro_ep_ws, copy_ws, cli):
+    """--generate runs a reference system on the past-only instance the commit creates, stamps generated_at with
+    the wall-clock time (the questions are written now, after the cutoff) and commits it beside a submission."""
+    ws = copy_ws(astro_ep_ws)
+    sub = make_submission(ws.root / "submissions" / "hand_ep", ws)
+    before = dt.datetime.now(dt.timezone.utc)
+    code, out, err = cli(
+        commit_args(ws, [sub], cid="prosp-gen", extra=("--generate", "random_claims", "--n", "6")), root=ws.root
+    )
+    assert code == 0, err
+    folder = ws.root / "prospective" / "prosp-gen"
+    commitment = Commitment.model_validate(read_json(folder / "COMMITMENT.json"))
+    assert sorted(s.system for s in commitment.systems) == ["hand_ep", "random_claims"]
+    questions = folder / "submissions" / "random_claims" / "questions.jsonl"
+    rows = [json.loads(line) for line in questions.read_text().splitlines()]
+    assert len(rows) == 6
+    stamps = {dt.datetime.fromisoformat(r["generated_at"].replace("Z", "+00:00")) for r in rows}
+    assert all(s >= before.replace(microsecond=0) for s in stamps)
+    assert verify_folder(folder).ok
+
+
+def test_commit_refuses_an_unknown_or_unreachable_system(committed, cli):
+    ws, _ = committed
+    sub = ws.root / "submissions" / "hand_ep"
+    code, _, err = cli(commit_args(ws, [sub], cid="prosp-x", extra=("--generate", "oracle")), root=ws.root)
+    assert code == 2 and "--generate 'oracle': unknown system" in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli(commit_args(ws, [sub], cid="prosp-y", extra=("--generate", "direct_llm")), root=ws.root)
+    assert code == 2 and "needs an LLM endpoint" in err
+    assert not (ws.root / "prospective" / "prosp-x").exists() and not (ws.root / "prospective" / "prosp-y").exists()
+
+
 def test_grading_before_the_schedule_is_refused(committed, cli):
     ws, folder = committed
     code, out, err = cli(["prospective", "grade", folder, "--as-of", "2025-12-15"], root=ws.root)

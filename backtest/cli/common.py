@@ -106,3 +106,38 @@ def executor_spec(executor_name: str, ray_address: str | None, ray_cpus: int | N
     if executor_name != "ray" and (ray_cpus is not None):
         raise click.UsageError("--ray-cpus needs --executor ray")
     return ExecutorSpec(executor_name, ray_address if executor_name == "ray" else None, ray_cpus)
+
+
+def llm_options(command):
+    """The generators' LLM endpoint options (``direct_llm``, ``--verbalizer llm``),
+    each also read from the environment."""
+    for option in reversed(
+        [
+            click.option(
+                "--llm-base-url",
+                envvar="BACKTEST_LLM_BASE_URL",
+                default=None,
+                help="OpenAI-compatible endpoint (direct_llm, --verbalizer llm).",
+            ),
+            click.option("--llm-model", envvar="BACKTEST_LLM_MODEL", default=None, help="Model name at that endpoint."),
+            click.option(
+                "--llm-api-key-env",
+                envvar="BACKTEST_LLM_API_KEY_ENV",
+                default=None,
+                help="Name of the environment variable holding the API key.",
+            ),
+            click.option(
+                "--llm-training-cutoff",
+                envvar="BACKTEST_LLM_TRAINING_CUTOFF",
+                default=None,
+                help="The model's stated training cutoff (recorded in llm_components).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def given_options(**options) -> dict:
+    """The options that were given (not None)."""
+    return {k: v for k, v in options.items() if v is not None}

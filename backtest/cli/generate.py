@@ -6,37 +6,7 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
-
-
-def llm_options(command):
-    """The generators' LLM endpoint options (``direct_llm``, ``--verbalizer llm``),
-    each also read from the environment."""
-    for option in reversed(
-        [
-            click.option(
-                "--llm-base-url",
-                envvar="BACKTEST_LLM_BASE_URL",
-                default=None,
-                help="OpenAI-compatible endpoint (direct_llm, --verbalizer llm).",
-            ),
-            click.option("--llm-model", envvar="BACKTEST_LLM_MODEL", default=None, help="Model name at that endpoint."),
-            click.option(
-                "--llm-api-key-env",
-                envvar="BACKTEST_LLM_API_KEY_ENV",
-                default=None,
-                help="Name of the environment variable holding the API key.",
-            ),
-            click.option(
-                "--llm-training-cutoff",
-                envvar="BACKTEST_LLM_TRAINING_CUTOFF",
-                default=None,
-                help="The model's stated training cutoff (recorded in llm_components).",
-            ),
-        ]
-    ):
-        command = option(command)
-    return command
+from backtest.cli.common import OutPath, echo_json, given_options, json_option, llm_options, progress_enabled, workspace
 
 
 class ListsGenerators(click.Command):
@@ -48,10 +18,6 @@ class ListsGenerators(click.Command):
         formatter.write_paragraph()
         formatter.write_text(f"Generators: {', '.join(available_generators())}.")
         super().format_epilog(ctx, formatter)
-
-
-def _given(**options) -> dict:
-    return {k: v for k, v in options.items() if v is not None}
 
 
 @click.command("generate", cls=ListsGenerators)
@@ -103,7 +69,7 @@ def generate(
     from backtest.generators import run_generator
 
     ws = workspace(ctx)
-    options = _given(
+    options = given_options(
         verbalizer=verbalizer,
         llm_base_url=llm_base_url,
         llm_model=llm_model,
@@ -132,7 +98,7 @@ def generate(
     "--generator",
     "generators",
     multiple=True,
-    help="Only these generators (repeatable; default: all five reference systems).",
+    help="Only these generators (repeatable; default: all six reference systems).",
 )
 @click.option(
     "--out",
@@ -176,20 +142,22 @@ def baselines(
     llm_training_cutoff,
     as_json,
 ):
-    """Generate, freeze and score the five reference systems on an instance; compare them.
+    """Generate, freeze and score the six reference systems on an instance; compare them.
 
     Writes results/<instance>/baselines/: compare.{md,json,html}, diversity/, arena/ and
-    BASELINES.json. direct_llm runs only with an LLM endpoint (--llm-base-url), else it is
-    skipped with a note. Reruns reuse identical frozen sets and complete runs.
+    BASELINES.json. direct_llm and evidence_graph_llm (evidence_graph with --verbalizer llm)
+    run only with an LLM endpoint (--llm-base-url), else they are skipped with a note. Reruns
+    reuse identical frozen sets and complete runs.
     """
     from backtest.core.errors import BadInput
-    from backtest.generators import available_generators
-    from backtest.studies.baselines import REFERENCE_SYSTEMS, run_baselines
+    from backtest.generators import REFERENCE_SYSTEMS, system_names
+    from backtest.studies.baselines import run_baselines
 
-    unknown = [g for g in generators if g not in available_generators()]
+    known = system_names()
+    unknown = [g for g in generators if g not in known]
     if unknown:
-        raise BadInput(f"unknown generator {unknown[0]!r}; known: {', '.join(available_generators())}")
-    options = _given(
+        raise BadInput(f"unknown generator {unknown[0]!r}; known: {', '.join(known)}")
+    options = given_options(
         llm_base_url=llm_base_url,
         llm_model=llm_model,
         llm_api_key_env=llm_api_key_env,

@@ -6,7 +6,17 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import DATE, OutPath, echo_json, json_option, k_option, retriever_option, workspace
+from backtest.cli.common import (
+    DATE,
+    OutPath,
+    echo_json,
+    given_options,
+    json_option,
+    k_option,
+    llm_options,
+    retriever_option,
+    workspace,
+)
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.records import RetrievalSettings
 
@@ -33,10 +43,17 @@ def prospective() -> None:
     "--submissions",
     "submissions",
     multiple=True,
-    required=True,
     type=click.Path(path_type=Path),
     help="Submission folder(s) (questions.jsonl + metadata.json); repeatable.",
 )
+@click.option(
+    "--generate",
+    "generate",
+    multiple=True,
+    help="Also generate this reference system against the past-only instance and commit it (repeatable).",
+)
+@click.option("--n", type=click.IntRange(1, 10000), default=50, show_default=True, help="Questions per --generate.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --generate systems.")
 @click.option(
     "--source",
     required=True,
@@ -62,6 +79,7 @@ def prospective() -> None:
 )
 @click.option("--domain", default="", help="A short description of the domain.")
 @click.option("--out", type=OutPath(path_type=Path), help="Commitment folder (default: prospective/<ID>/).")
+@llm_options
 @json_option
 @click.pass_context
 def commit_cmd(
@@ -71,6 +89,9 @@ def commit_cmd(
     window,
     schedule,
     submissions,
+    generate,
+    n,
+    seed,
     source,
     inputs,
     categories,
@@ -83,11 +104,17 @@ def commit_cmd(
     judge_config,
     domain,
     out,
+    llm_base_url,
+    llm_model,
+    llm_api_key_env,
+    llm_training_cutoff,
     as_json,
 ):
     """Freeze submissions against a past-only instance and write a sealed commitment with SHA256SUMS and a Merkle root.
 
-    Prints the one line to publish (the root and the date).
+    The submissions are folders (--submissions) and/or reference systems generated here against the
+    past-only instance (--generate, --n questions each, generated_at the wall-clock time). Prints the one
+    line to publish (the root and the date).
     """
     from backtest.studies.prospective.commit import CommitOptions, commit, parse_dates, parse_window, publish_line
 
@@ -108,6 +135,15 @@ def commit_cmd(
         judge_config=judge_config,
         domain=domain,
         out=out,
+        generate=list(generate),
+        n=n,
+        seed=seed,
+        generator_options=given_options(
+            llm_base_url=llm_base_url,
+            llm_model=llm_model,
+            llm_api_key_env=llm_api_key_env,
+            llm_training_cutoff=llm_training_cutoff,
+        ),
     )
     folder, commitment = commit(opts, ws)
     if as_json:

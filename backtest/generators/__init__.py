@@ -36,8 +36,29 @@ __all__ = [
     "available_generators",
     "get_generator",
     "register_generator",
+    "REFERENCE_SYSTEMS",
     "run_generator",
+    "run_system",
+    "system_names",
 ]
+
+# The reference systems, in the order tables list them. A system is a generator, or a generator run with fixed
+# options (VARIANTS); the LLM ones (NEEDS_ENDPOINT) need an OpenAI-compatible endpoint in the options.
+REFERENCE_SYSTEMS = (
+    "random_claims",
+    "citation_leaders",
+    "review_future_work",
+    "direct_llm",
+    "evidence_graph",
+    "evidence_graph_llm",
+)
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {"evidence_graph_llm": ("evidence_graph", {"verbalizer": "llm"})}
+NEEDS_ENDPOINT = {"direct_llm", "evidence_graph_llm"}
+
+
+def system_names() -> list[str]:
+    """Every name :func:`run_system` accepts: the installed generators and the variants."""
+    return [*available_generators(), *VARIANTS]
 
 
 def run_generator(
@@ -85,3 +106,20 @@ def run_generator(
         "notes": result.notes,
         "cutoff": dt.date.isoformat(instance.cutoff),
     }
+
+
+def run_system(
+    name: str,
+    instance_id: str,
+    ws: Workspace,
+    n: int = 125,
+    seed: int = 0,
+    options: dict[str, Any] | None = None,
+    generated_at: str | None = None,
+) -> dict[str, Any]:
+    """:func:`run_generator` for a system name (a generator or a variant). Only an LLM system gets the endpoint
+    options: they are recorded in metadata.json, and the freeze gate rightly refuses a set whose metadata names
+    a model that llm_components does not declare."""
+    generator, fixed = VARIANTS.get(name, (name, {}))
+    given = {**(options or {}), **fixed} if name in NEEDS_ENDPOINT else {}
+    return run_generator(generator, instance_id, ws, n=n, seed=seed, generated_at=generated_at, options=given)

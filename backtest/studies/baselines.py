@@ -1,14 +1,15 @@
 """``backtest baselines``: the reference systems on one instance, end to end.
 
-For each reference generator (``random_claims``, ``citation_leaders``,
-``review_future_work``, ``direct_llm``, ``evidence_graph``) this generates a question
+For each reference system (``random_claims``, ``citation_leaders``,
+``review_future_work``, ``direct_llm``, ``evidence_graph`` and ``evidence_graph_llm``, the
+same graph with an LLM verbalizer) this generates a question
 set from the instance's past corpus, freezes it (an identical frozen set is reused,
 not sealed again), and scores it with one judge (``offline`` unless told otherwise).
 Then it compares the runs (``compare.{md,json,html}``), counts distinct questions per
 set under the ``tfidf`` and ``embedding`` rules with the perturbation audit
 (``diversity/``), and ranks the systems in a pairwise arena (``arena/``).
 
-``direct_llm`` needs an OpenAI-compatible endpoint (``llm_base_url`` in the options);
+``direct_llm`` and ``evidence_graph_llm`` need an OpenAI-compatible endpoint (``llm_base_url`` in the options);
 without one it is skipped and the skip is written into ``BASELINES.json`` and printed; so is a generator
 that finds nothing to ask in the past corpus (``NothingToAsk``: evidence_graph without a real tension).
 Everything is seeded and cached, so a rerun reuses the frozen sets and the complete
@@ -21,10 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from backtest.core.records import write_output
+from backtest.generators import NEEDS_ENDPOINT, REFERENCE_SYSTEMS
 from backtest.studies.outputs import Baselines
-
-REFERENCE_SYSTEMS = ("random_claims", "citation_leaders", "review_future_work", "direct_llm", "evidence_graph")
-NEEDS_ENDPOINT = {"direct_llm"}
 
 
 def run_baselines(
@@ -50,7 +49,7 @@ def run_baselines(
     ``BASELINES.json`` holds.
     """
     from backtest.analysis.compare import compare_runs, render_markdown, write_outputs
-    from backtest.generators import run_generator
+    from backtest.generators import run_system
     from backtest.generators.protocol import NothingToAsk
     from backtest.studies.pipeline import freeze_or_reuse, score
 
@@ -64,12 +63,8 @@ def run_baselines(
             rows.append({"generator": name, "skipped": reason})
             continue
         log(f"{name}: generating {n} questions (seed {seed})")
-        # only an LLM generator gets the endpoint options: they are recorded in metadata.json, and the freeze gate
-        # rightly refuses a set whose metadata names a model that llm_components does not declare
         try:
-            made = run_generator(
-                name, instance_id, ws, n=n, seed=seed, options=options if name in NEEDS_ENDPOINT else {}
-            )
+            made = run_system(name, instance_id, ws, n=n, seed=seed, options=options)
         except NothingToAsk as exc:  # e.g. evidence_graph on a past corpus without a real tension
             log(f"{name}: skipped: {exc.message}")
             rows.append({"generator": name, "skipped": exc.message})

@@ -11,6 +11,7 @@ could not run (never reported as passed).
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import json
 import re
@@ -456,12 +457,37 @@ def llm_mentions(texts: list[str]) -> list[str]:
     return sorted(set(found))
 
 
+def trained_after(components: Any, cutoff: dt.date) -> list[str]:
+    """``"MODEL (training cutoff C)"`` for each listed component whose stated training cutoff (``YYYY``,
+    ``YYYY-MM`` or ``YYYY-MM-DD``) ends after ``cutoff``. Unstated or free-form cutoffs are not judged."""
+    later = []
+    for component in components if isinstance(components, list) else []:
+        stated = (component.training_cutoff or "").strip()
+        match = re.fullmatch(r"(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?", stated)
+        if not match:
+            continue
+        year, month, day = int(match[1]), int(match[2] or 12), match[3]
+        end = dt.date(year, month, int(day) if day else calendar.monthrange(year, month)[1])
+        if end > cutoff:
+            later.append(f"{component.model} (training cutoff {stated})")
+    return later
+
+
 def gate_llm_declared(ctx: GateContext) -> GateResult:
     """``llm_components`` is declared whenever ``generation_system`` or the metadata mention an LLM."""
     meta = {k: v for k, v in ctx.submission.metadata_data.items() if k != "llm_components"}
     systems = sorted({q.generation_system for q in ctx.submission.questions})
     mentions = llm_mentions(_strings(meta) + systems)
     if ctx.submission.metadata.declares_llm():
+        later = trained_after(ctx.submission.metadata.llm_components, ctx.instance.cutoff)
+        if later:
+            reason = (
+                f"llm_components declared; {', '.join(later)}: training data may reach past the cutoff "
+                f"{ctx.instance.cutoff}, so the model may have read the future it is graded against"
+            )
+            return GateResult(
+                name="llm_components", status="warned", reason=reason, details=[{"problem": reason, "models": later}]
+            )
         return GateResult(name="llm_components", status="passed", reason="llm_components declared")
     if mentions:
         problem = (

@@ -104,6 +104,11 @@ class CommitOptions:
     judge_config: str | None = None
     domain: str = ""
     out: Path | None = None
+    # systems to generate against the past-only instance and commit with the submissions (run_system names)
+    generate: list[str] = field(default_factory=list)
+    n: int = 50
+    seed: int = 0
+    generator_options: dict[str, Any] = field(default_factory=dict)
 
 
 def _check_commit_options(opts: CommitOptions) -> None:
@@ -116,8 +121,15 @@ def _check_commit_options(opts: CommitOptions) -> None:
         raise BadInput(
             f"--schedule: first grading date {opts.schedule[0]} is before the window starts ({opts.window.start})"
         )
-    if not opts.submissions:
-        raise BadInput("--submissions: at least one submission folder is needed")
+    if not opts.submissions and not opts.generate:
+        raise BadInput("nothing to commit: give --submissions folders or --generate systems")
+    from backtest.generators import NEEDS_ENDPOINT, system_names
+
+    for name in opts.generate:
+        if name not in system_names():
+            raise BadInput(f"--generate {name!r}: unknown system; known: {', '.join(system_names())}")
+        if name in NEEDS_ENDPOINT and not opts.generator_options.get("llm_base_url"):
+            raise BadInput(f"--generate {name}: needs an LLM endpoint (--llm-base-url)")
     for sub in opts.submissions:
         if not Path(sub).is_dir():
             raise BadInput(f"{sub}: no such submission folder")
@@ -172,7 +184,8 @@ def commit(opts: CommitOptions, ws: Workspace, now: dt.datetime | None = None) -
     )
     past_id = _past_manifest(opts, ws)
     instance = _prospective_instance(opts, past_id, declaration, ws)
-    frozen_dirs = [freeze_or_reuse(Path(sub), instance.instance_id, ws)[0] for sub in opts.submissions]
+    submissions = [*map(Path, opts.submissions), *_generate(opts, instance.instance_id, ws)]
+    frozen_dirs = [freeze_or_reuse(sub, instance.instance_id, ws)[0] for sub in submissions]
     systems: list[CommittedSystem] = []
     copies: dict[str, Path] = {
         INSTANCE_FILE: ws.instance_path(instance.instance_id),
@@ -211,6 +224,20 @@ def commit(opts: CommitOptions, ws: Workspace, now: dt.datetime | None = None) -
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out, commitment
+
+
+def _generate(opts: CommitOptions, instance_id: str, ws: Workspace) -> list[Path]:
+    """Run each ``--generate`` system on the past-only instance (``generated_at``: the wall-clock time, which
+    is the truth for questions written now); their submissions land in ``submissions/<ID>/<system>/``."""
+    from backtest.generators import run_system
+
+    made = []
+    for name in opts.generate:
+        summary = run_system(
+            name, instance_id, ws, n=opts.n, seed=opts.seed, options=opts.generator_options, generated_at="now"
+        )
+        made.append(Path(summary["out"]))
+    return made
 
 
 def _write_commitment(
