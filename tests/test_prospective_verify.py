@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import shutil
 import stat
+from pathlib import Path
 
 import pytest
 
+from backtest.core.fileio import read_json
 from backtest.core.seal import merkle_root
 from backtest.studies.prospective.merkle import sum_entries, sums_root
+from backtest.studies.prospective.records import Commitment
 from backtest.studies.prospective.verify import verify_folder
 
 from .conftest import SQB
@@ -20,14 +24,39 @@ needs_release = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def release_copy(tmp_path):
-    """A writable copy of the release's prospective_2026 folder (the original is read-only)."""
-    dest = tmp_path / "prospective_2026"
-    shutil.copytree(RELEASE, dest)
+# this repository's own live prospective instance (prospective/README.md)
+LIVE = Path(__file__).resolve().parents[1] / "prospective" / "astro-ph-live-2026"
+
+
+def writable_copy(source: Path, dest: Path) -> Path:
+    shutil.copytree(source, dest)
     for path in dest.rglob("*"):
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
     return dest
+
+
+@pytest.fixture
+def release_copy(tmp_path):
+    """A writable copy of the release's prospective_2026 folder (the original is read-only)."""
+    return writable_copy(RELEASE, tmp_path / "prospective_2026")
+
+
+def test_the_committed_live_instance_verifies_and_keeps_its_promises(cli):
+    """prospective/astro-ph-live-2026: intact; graded only after it was committed (the window opens the day after,
+    the first grade a year later, then yearly to 2030); at least four systems of at least 50 questions; every LLM
+    declared with its training cutoff, which precedes the cutoff."""
+    code, out, err = cli(["prospective", "verify", LIVE])
+    assert code == 0, err
+    commitment = Commitment.model_validate(read_json(LIVE / "COMMITMENT.json"))
+    committed = dt.date.fromisoformat(commitment.committed_at[:10])
+    assert commitment.window.start == committed + dt.timedelta(days=1)
+    assert commitment.schedule[0] == committed.replace(year=committed.year + 1)
+    assert [d.year for d in commitment.schedule] == list(range(committed.year + 1, 2031))
+    assert sum(s.n_questions >= 50 for s in commitment.systems) >= 4
+    for system in commitment.systems:
+        metadata = read_json(LIVE / system.path / "metadata.json")
+        for component in metadata.get("llm_components") or []:
+            assert component["training_cutoff"] < commitment.cutoff.isoformat()
 
 
 @needs_release
@@ -93,12 +122,16 @@ def test_no_sums_file_is_bad_input(cli, tmp_path):
     assert code == 2 and "SHA256SUMS" in err
 
 
-@needs_release
-def test_random_byte_flips_anywhere_always_fail(cli, release_copy):
-    """Flip one byte at seeded random positions of every file, SHA256SUMS included: always exit 1,
-    and a flipped data file is named."""
+@pytest.mark.parametrize(
+    "source",
+    [pytest.param(RELEASE, marks=needs_release, id="reference-release"), pytest.param(LIVE, id="astro-ph-live-2026")],
+)
+def test_random_byte_flips_anywhere_always_fail(cli, tmp_path, source):
+    """Flip one byte at seeded random positions of every file, SHA256SUMS (and our COMMITMENT.json) included:
+    always exit 1, and a flipped data file is named."""
     import random
 
+    release_copy = writable_copy(source, tmp_path / source.name)
     rng = random.Random(7)
     files = sorted(p for p in release_copy.rglob("*") if p.is_file())
     for path in files:
@@ -115,7 +148,7 @@ def test_random_byte_flips_anywhere_always_fail(cli, release_copy):
             path.write_bytes(bytes(data))
             result = verify_folder(release_copy)
             assert not result.ok, (rel, pos)
-            if rel != "SHA256SUMS":
+            if rel not in ("SHA256SUMS", "COMMITMENT.json"):
                 assert result.changed == [rel]
             code, _, err = cli(["prospective", "verify", release_copy])
             assert code == 1 and err.startswith("error:")

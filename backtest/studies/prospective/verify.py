@@ -157,7 +157,10 @@ def _commitment_problems(folder: Path, result: VerifyResult) -> list[str]:
     for name, (ours, theirs) in mirrored.items():
         if ours != theirs:
             problems.append(f"{COMMITMENT_FILE}: {name} differs from the committed {INSTANCE_FILE}")
-    declaration = FutureDeclaration.model_validate(instance.future_declaration or {})
+    try:
+        declaration = parse_record(FutureDeclaration, instance.future_declaration or {}, f"{instance_file}: future")
+    except BadInput as exc:  # a damaged declaration inside a parsable instance: the commitment does not verify
+        return problems + [exc.message]
     if declaration.window != commitment.window or declaration.schedule != commitment.schedule:
         problems.append(f"{COMMITMENT_FILE}: window or schedule differs from the committed {INSTANCE_FILE}")
     for system in commitment.systems:
