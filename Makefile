@@ -15,7 +15,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-browser test test-fast lint format docs demo demo-fetched instances astro-2025 astro-2025-ep space-2016 freeze score report bench replay attack clean-corpora
+.PHONY: install install-browser test test-fast lint format docs demo demo-fetched instances astro-2025 astro-2025-ep space-2016 freeze score report bench replay verify-prospective attack clean-corpora
 
 install:  ## create .venv and install backtest with its test, local-LLM, dev and Ray (scale) extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -64,7 +64,7 @@ ASTRO_CORPORA := corpora/astro-2025-past/records.jsonl corpora/astro-2025-future
 SPACE_CORPORA := corpora/space-2016-past/records.jsonl corpora/space-2016-future/records.jsonl
 ASTRO_EP_CORPORA := corpora/astro-2025-ep-past/records.jsonl corpora/astro-2025-ep-future/records.jsonl
 
-instances: astro-2025 space-2016 astro-2025-ep  ## build (or reproduce) the ready instances from ../shared/corpora
+instances: astro-2025 space-2016 astro-2025-ep corpora/astro-ph-live-2026-past/records.jsonl  ## build (or reproduce) the ready instances (and the live prospective instance's past corpus) from ../shared/corpora
 
 astro-2025: $(ASTRO_CORPORA)
 	$(BACKTEST) instance create astro-2025 --cutoff 2025-10-31 --past astro-2025-past --future astro-2025-future \
@@ -99,6 +99,12 @@ corpora/astro-2025-ep-past/records.jsonl: $(wildcard manifests/astro-2025-ep-pas
 corpora/astro-2025-ep-future/records.jsonl: $(wildcard manifests/astro-2025-ep-future.json)
 	$(BACKTEST) corpus build --source arxiv-daily --input $(DAILY) --id astro-2025-ep-future --role future \
 	  --start 2025-11-01 --end 2026-07-01 --categories astro-ph.EP $(call reproduce,manifests/astro-2025-ep-future.json)
+
+# The past corpus of the committed prospective instance prospective/astro-ph-live-2026/ (the whole
+# astro-ph-daily listing); grading needs it built, and reproducing it proves its committed seal.
+corpora/astro-ph-live-2026-past/records.jsonl: $(wildcard manifests/astro-ph-live-2026-past.json)
+	$(BACKTEST) corpus build --source arxiv-daily --input $(DAILY) --id astro-ph-live-2026-past --role past --end 2026-07-01 \
+	  $(call reproduce,manifests/astro-ph-live-2026-past.json)
 
 corpora/space-2016-past/records.jsonl: $(wildcard manifests/space-2016-past.json)
 	$(BACKTEST) corpus build $(SPACE_FILTER) --id space-2016-past --role past --start 2010-01-01 --end 2016-12-31 \
@@ -155,6 +161,9 @@ demo-fetched:
 
 bench: instances  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench
+
+verify-prospective:  ## check every committed prospective instance (SHA256SUMS, Merkle root, commitment, frozen seals)
+	@for d in prospective/*/; do $(BACKTEST) prospective verify $$d || exit 1; done
 
 replay:  ## re-score every committed (compact) run under results/ from its frozen set; fails if any file changes
 	$(BACKTEST) release replay
