@@ -38,7 +38,9 @@ def test_make_demo_from_a_clean_clone(tmp_path):
     ledger = clone / "frozen" / "LEDGER.jsonl"
     committed = ledger.read_text().splitlines() if ledger.exists() else []
     assert not (clone / "corpora" / "astro-2025-ep-future").exists()
-    assert committed == ((REPO / "frozen" / "LEDGER.jsonl").read_text().splitlines() if committed else [])
+    show = ["git", "-C", str(clone), "show", "HEAD:frozen/LEDGER.jsonl"]
+    at_head = subprocess.run(show, capture_output=True, text=True)
+    assert committed == (at_head.stdout.splitlines() if at_head.returncode == 0 else [])
 
     env = {
         **os.environ,
