@@ -56,6 +56,11 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {"evidence_graph_llm": ("evide
 NEEDS_ENDPOINT = {"direct_llm", "evidence_graph_llm"}
 
 
+def lacks_endpoint(name: str, options: dict[str, Any]) -> bool:
+    """True when system ``name`` needs an LLM endpoint and ``options`` name none (it cannot run)."""
+    return name in NEEDS_ENDPOINT and not options.get("llm_base_url")
+
+
 def system_names() -> list[str]:
     """Every name :func:`run_system` accepts: the installed generators and the variants."""
     return [*available_generators(), *VARIANTS]
@@ -121,5 +126,6 @@ def run_system(
     options: they are recorded in metadata.json, and the freeze gate rightly refuses a set whose metadata names
     a model that llm_components does not declare."""
     generator, fixed = VARIANTS.get(name, (name, {}))
-    given = {**(options or {}), **fixed} if name in NEEDS_ENDPOINT else {}
+    endpoint = (options or {}) if name in NEEDS_ENDPOINT else {}
+    given = {**endpoint, **fixed}  # a variant's own options always apply, LLM or not
     return run_generator(generator, instance_id, ws, n=n, seed=seed, generated_at=generated_at, options=given)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from backtest.core.records import write_output
-from backtest.generators import NEEDS_ENDPOINT, REFERENCE_SYSTEMS
+from backtest.generators import REFERENCE_SYSTEMS
 from backtest.studies.outputs import Baselines
 
 
@@ -49,7 +49,7 @@ def run_baselines(
     ``BASELINES.json`` holds.
     """
     from backtest.analysis.compare import compare_runs, render_markdown, write_outputs
-    from backtest.generators import run_system
+    from backtest.generators import lacks_endpoint, run_system
     from backtest.generators.protocol import NothingToAsk
     from backtest.studies.pipeline import freeze_or_reuse, score
 
@@ -57,7 +57,7 @@ def run_baselines(
     out = Path(out) if out else ws.results / instance_id / "baselines"
     rows: list[dict[str, Any]] = []
     for name in generators:
-        if name in NEEDS_ENDPOINT and not options.get("llm_base_url"):
+        if lacks_endpoint(name, options):
             reason = "no LLM endpoint configured (--llm-base-url or BACKTEST_LLM_BASE_URL)"
             log(f"{name}: skipped: {reason}")
             rows.append({"generator": name, "skipped": reason})

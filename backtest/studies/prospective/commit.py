@@ -123,12 +123,13 @@ def _check_commit_options(opts: CommitOptions) -> None:
         )
     if not opts.submissions and not opts.generate:
         raise BadInput("nothing to commit: give --submissions folders or --generate systems")
-    from backtest.generators import NEEDS_ENDPOINT, system_names
+    from backtest.generators import lacks_endpoint, system_names
 
+    known = system_names()
     for name in opts.generate:
-        if name not in system_names():
-            raise BadInput(f"--generate {name!r}: unknown system; known: {', '.join(system_names())}")
-        if name in NEEDS_ENDPOINT and not opts.generator_options.get("llm_base_url"):
+        if name not in known:
+            raise BadInput(f"--generate {name!r}: unknown system; known: {', '.join(known)}")
+        if lacks_endpoint(name, opts.generator_options):
             raise BadInput(f"--generate {name}: needs an LLM endpoint (--llm-base-url)")
     for sub in opts.submissions:
         if not Path(sub).is_dir():
