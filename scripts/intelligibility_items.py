@@ -11,7 +11,12 @@ the items are shuffled (``--shuffle-seed``) into ``items.jsonl`` (item_id, quest
 maps ids back (never shown to readers) and ``sources.json`` records the commit, the commands and the sha256 of
 every generated ``questions.jsonl``. The same commit and arguments give the same bytes.
 
-Usage: ``python scripts/intelligibility_items.py OUT_FOLDER [--n 40] [--seed 0] [--unfiltered 30]``
+With ``--frozen NAME`` (repeatable), N questions per instance are drawn (``random.Random(seed)``) from the
+committed reference set ``frozen/<instance>/NAME/v1/questions.jsonl`` instead of generated: for a generator
+that needs a model endpoint (``direct_llm``), the very questions the committed baselines scored.
+
+Usage: ``python scripts/intelligibility_items.py OUT_FOLDER [--n 40] [--seed 0] [--unfiltered 30]
+[--frozen direct_llm]``
 """
 
 from __future__ import annotations
@@ -68,7 +73,22 @@ def _questions(folder: Path | None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def build(out: Path, n: int, seed: int, unfiltered: int, shuffle_seed: int) -> dict[str, Any]:
+def _frozen(name: str, instance: str, n: int, seed: int, out: Path) -> Path | None:
+    """N questions drawn from the committed ``frozen/<instance>/<name>/v1`` set into ``out/questions.jsonl``
+    (all of them when it holds fewer); None when there is no such set."""
+    source = ROOT / "frozen" / instance / name / "v1" / "questions.jsonl"
+    if not source.is_file():
+        return None
+    lines = source.read_text(encoding="utf-8").splitlines()
+    chosen = sorted(random.Random(seed).sample(range(len(lines)), min(n, len(lines))))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "questions.jsonl").write_text("".join(lines[i] + "\n" for i in chosen), encoding="utf-8")
+    return out
+
+
+def build(
+    out: Path, n: int, seed: int, unfiltered: int, shuffle_seed: int, frozen: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Write items.jsonl, key.json and sources.json into ``out``; return the sources record."""
     study = out.name
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
@@ -81,6 +101,8 @@ def build(out: Path, n: int, seed: int, unfiltered: int, shuffle_seed: int) -> d
             runs = [(g, _generate(g, instance, n, seed, Path(scratch, instance, g))) for g in GENERATORS]
             if unfiltered:
                 runs.append((UNFILTERED, _unfiltered(instance, unfiltered, seed + 1, Path(scratch, instance, "u"))))
+            for name in frozen:
+                runs.append((name, _frozen(name, instance, n, seed, Path(scratch, instance, f"frozen-{name}"))))
             for generator, folder in runs:
                 questions = _questions(folder)
                 kept = 0
@@ -113,6 +135,11 @@ def build(out: Path, n: int, seed: int, unfiltered: int, shuffle_seed: int) -> d
             if unfiltered
             else None
         ),
+        "frozen": {
+            name: f"{n} questions per instance drawn with random.Random({seed}) from the committed "
+            f"frozen/<instance>/{name}/v1/questions.jsonl (sha256 of the drawn lines in sets)"
+            for name in frozen
+        },
         "generator_commit": commit.stdout.strip(),
         "shuffle_seed": shuffle_seed,
         "sets": sets,
@@ -128,8 +155,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--unfiltered", type=int, default=0)
     parser.add_argument("--shuffle-seed", type=int, default=20261203)
+    parser.add_argument("--frozen", action="append", default=[], help="a committed reference set to sample")
     args = parser.parse_args(argv)
-    sources = build(args.out, args.n, args.seed, args.unfiltered, args.shuffle_seed)
+    sources = build(args.out, args.n, args.seed, args.unfiltered, args.shuffle_seed, tuple(args.frozen))
     for name, entry in sources["sets"].items():
         print(f"{name}: {entry['n']}")
     return 0

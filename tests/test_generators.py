@@ -219,6 +219,35 @@ def test_background_sentences_are_not_findings():
     assert [s for s in FINDINGS if is_background(s)] == []
 
 
+# Claim sentences behind questions the intelligibility-v2 readers found unintelligible (citation_leaders): a
+# subject only the abstract introduced, a lost symbol, a finding that names what was found without saying it.
+LEAN_ON_CONTEXT_V2 = [
+    "FAST H I observations reveal close spatial and kinematic alignment between the star and a faint H I "
+    "external arm, suggesting in situ formation in a region of low gas density.",
+    "The combined effects of DMSFE, decreasing dust attenuation, and increasingly bursty star formation at "
+    "earlier cosmic epochs could conspire to reproduce the observed evolution.",
+    "We find that the extinction-corrected H and FUV luminosities correlate well.",
+    "The feeding mechanism of M31* is successfully identified, which has important implications for the working "
+    "of dormant SMBHs prevalent in the local universe.",
+    "The introduction of that factor is not required when a continuous Poisson distribution is used.",
+    "Comparison with real data shows a reasonably very good agreement.",
+    "The small denominators of both kinds can be canceled.",
+]
+STANDS_ALONE = [
+    "The Hubble constant is found to be 73.2 +- 1.3 km/s/Mpc from Cepheid-calibrated supernovae.",
+    "Water vapour is detected in the transmission spectrum of WASP-39 b at 5 sigma significance.",
+    "The observed spectra of K2-18 b show methane and carbon dioxide absorption at high significance.",
+    "The star formation history of M31 shows a burst about 2 Gyr ago in the outer disk of the galaxy M31.",
+]
+
+
+def test_clauses_that_lean_on_their_abstract_are_skipped():
+    from backtest.generators.wording import self_contained_clause
+
+    assert [s for s in LEAN_ON_CONTEXT_V2 if self_contained_clause(s)] == []
+    assert [s for s in STANDS_ALONE if not self_contained_clause(s)] == []
+
+
 @pytest.mark.parametrize(
     "clause, earlier, points_back",
     [
