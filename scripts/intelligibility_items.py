@@ -127,7 +127,10 @@ def build(
         "".join(json.dumps(i, ensure_ascii=False, sort_keys=True) + "\n" for i in items), encoding="utf-8"
     )
     (out / "key.json").write_text(json.dumps(key, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    from backtest.text.clarity import CLARITY_VERSION
+
     sources = {
+        "clarity_version_at_reading": CLARITY_VERSION,
         "command": f"backtest generate NAME --instance ID --n {n} --seed {seed}",
         "unfiltered": (
             f"random_claims --n {unfiltered} --seed {seed + 1} with reads_clearly, is_background and refers_back "
