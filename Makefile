@@ -17,11 +17,11 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install install-browser test test-fast lint format docs demo demo-fetched instances astro-2025 astro-2025-ep space-2016 freeze score report bench replay verify-prospective attack clean-corpora
 
-install:  ## create .venv and install backtest with its test, local-LLM, dev and Ray (scale) extras
+install:  ## create .venv and install backtest with its test, local-LLM, dev, Ray (scale) and embedding-backend extras
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip wheel setuptools
 	$(BIN)/pip install torch==2.13.0
-	$(BIN)/pip install -e '.[test,llm,dev,scale,onnx]'
+	$(BIN)/pip install -e '.[test,llm,dev,scale,onnx,openvino]'
 
 # Debian's Chromium, for the test that opens report.html in a headless browser (it skips without one).
 # A system package: needs root or sudo; without either this says so and installs nothing.

@@ -1,9 +1,9 @@
-"""Embedding backends (backtest.text.embed, backtest.text.onnx_backend): torch fp32, onnxruntime fp32 and
-onnxruntime int8 on real abstracts.
+"""Embedding backends (backtest.text.embed, backtest.text.onnx_backend): torch fp32, torch bf16 autocast,
+onnxruntime fp32 and int8, OpenVINO int8, on real abstracts.
 
-Real parts throughout: the packaged all-MiniLM-L6-v2, exported by torch.onnx.export and run by onnxruntime,
-on 300 title + abstract texts of the small real instance ``astro-2025-ep`` (conftest). Speed is measured by
-the benchmark (``bench/bench_embed.py``), never asserted here.
+Real parts throughout: the packaged all-MiniLM-L6-v2, exported by torch.onnx.export and run by onnxruntime
+or (quantized by NNCF) OpenVINO, on 300 title + abstract texts of the small real instance ``astro-2025-ep``
+(conftest). Speed is measured by the benchmark (``bench/bench_embed.py``), never asserted here.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from backtest.text.embed import (
 )
 
 ONNX, INT8 = f"{DEFAULT_MODEL}@onnx", f"{DEFAULT_MODEL}@onnx-int8"
+BF16, OV_INT8 = f"{DEFAULT_MODEL}@bf16", f"{DEFAULT_MODEL}@openvino-int8"
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,9 @@ def test_model_specs_name_the_backend():
     assert parse_model_spec(ONNX) == (DEFAULT_MODEL, "onnx")
     assert parse_model_spec(INT8) == (DEFAULT_MODEL, "onnx-int8")
     assert parse_model_spec(f"{DEFAULT_MODEL}@torch") == (DEFAULT_MODEL, "torch")
-    with pytest.raises(BadInput, match="unknown backend 'onnx-fp16'.*torch, onnx, onnx-int8"):
+    assert parse_model_spec(BF16) == (DEFAULT_MODEL, "bf16")
+    assert parse_model_spec(OV_INT8) == (DEFAULT_MODEL, "openvino-int8")
+    with pytest.raises(BadInput, match="unknown backend 'onnx-fp16'.*torch, bf16, onnx, onnx-int8, openvino-int8"):
         parse_model_spec(f"{DEFAULT_MODEL}@onnx-fp16")
     assert resolve_model_path(INT8) == resolve_model_path(DEFAULT_MODEL)
 
@@ -73,17 +76,35 @@ def test_a_model_folder_with_an_at_sign_is_still_a_folder(tmp_path):
 
 
 def test_the_fingerprint_differs_per_backend_and_torch_keeps_its_old_one():
-    prints = {spec: model_fingerprint(spec) for spec in (DEFAULT_MODEL, f"{DEFAULT_MODEL}@torch", ONNX, INT8)}
+    specs = (DEFAULT_MODEL, f"{DEFAULT_MODEL}@torch", ONNX, INT8, BF16, OV_INT8)
+    prints = {spec: model_fingerprint(spec) for spec in specs}
     torch_print = prints[DEFAULT_MODEL]
     # the form every cache, index and prospective commitment made before the backends existed carries
     assert torch_print.startswith(f"{DEFAULT_MODEL}:") and len(torch_print.split(":")[1]) == 16
     assert "@" not in torch_print and prints[f"{DEFAULT_MODEL}@torch"] == torch_print
     assert prints[ONNX].startswith(torch_print + "@onnx:")
     assert prints[INT8].startswith(torch_print + "@onnx-int8:")
-    assert len(set(prints.values())) == 3
+    assert prints[BF16].startswith(torch_print + "@bf16:")
+    assert prints[OV_INT8].startswith(torch_print + "@openvino-int8:")
+    assert len(set(prints.values())) == 5
     # so the corpus embeddings (and their index keys and vector-store folders) never mix
-    fingerprints = {embedding_params(spec)["model_fingerprint"] for spec in (DEFAULT_MODEL, ONNX, INT8)}
-    assert len(fingerprints) == 3
+    fingerprints = {embedding_params(spec)["model_fingerprint"] for spec in (DEFAULT_MODEL, ONNX, INT8, BF16, OV_INT8)}
+    assert len(fingerprints) == 5
+
+
+def test_the_calibration_texts_are_in_the_openvino_fingerprint(monkeypatch):
+    """Other calibration texts quantize another model: its fingerprint (and export folder) must change."""
+    before = model_fingerprint(OV_INT8)
+    recipe = dict(embed.RECIPES["openvino-int8"], calibration_sha256="0" * 64)
+    monkeypatch.setitem(embed.RECIPES, "openvino-int8", recipe)
+    assert model_fingerprint(OV_INT8) != before
+    assert len(onnx_backend.calibration_texts()) >= 100
+
+
+def test_bf16_without_native_support_says_it_is_slow(monkeypatch, capsys):
+    monkeypatch.setattr(embed, "native_bf16", lambda: False)
+    embed.Bf16Encoder(load_model(DEFAULT_MODEL))
+    assert "no native bf16" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -111,6 +132,61 @@ def test_onnx_int8_is_close_to_the_torch_vectors(abstracts, torch_vectors):
 
 
 @pytest.mark.slow
+def test_bf16_gives_the_torch_vectors_to_a_cosine_of_1e_4(abstracts, torch_vectors):
+    vectors = embed_texts(abstracts, model=BF16)
+    assert vectors.shape == torch_vectors.shape and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cos = cosines(vectors, torch_vectors)
+    assert cos.mean() >= 0.9999 and cos.min() >= 0.9995, f"mean {cos.mean()}, min {cos.min()}"
+    assert not np.array_equal(vectors, torch_vectors)  # bf16 products, not fp32 ones
+    assert np.array_equal(embed_texts(abstracts[:40], model=BF16), vectors[:40])  # deterministic
+    assert embed_texts([], model=BF16).shape == (0, 384)
+
+
+@pytest.mark.slow
+def test_openvino_int8_is_close_to_the_torch_vectors(abstracts, torch_vectors):
+    vectors = embed_texts(abstracts, model=OV_INT8)
+    cos = cosines(vectors, torch_vectors)
+    assert cos.mean() >= 0.99, f"mean cosine {cos.mean()}"
+    assert cos.min() >= 0.95, f"min cosine {cos.min()}"
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(embed.embed_chunk(abstracts[:40], OV_INT8), embed_texts(abstracts[:40], model=OV_INT8))
+
+
+@pytest.mark.slow
+def test_the_openvino_export_is_two_verified_files_rebuilt_when_damaged(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("BACKTEST_INDEX_CACHE", str(tmp_path / "cache"))
+    st, folder = load_model(DEFAULT_MODEL), resolve_model_path(DEFAULT_MODEL)
+    before = onnx_backend.EXPORTS["count"]
+    xml = onnx_backend.ensure_export(folder, "openvino-int8", st)
+    assert xml.name == "model.xml" and xml.parent.name.startswith("ov-int8-")
+    assert onnx_backend.EXPORTS["count"] == before + 1  # the fp32 export it starts from is made on the way
+    info = json.loads((xml.parent / "EXPORT.json").read_text())
+    assert sorted(info["files"]) == ["model.bin", "model.xml"] and info["recipe"]["calibration_sha256"]
+    assert "openvino" in info["versions"] and "nncf" in info["versions"]
+    assert not [p for p in xml.parent.iterdir() if p.name.endswith(".tmp")]
+    assert onnx_backend.ensure_export(folder, "openvino-int8", st) == xml
+    assert onnx_backend.EXPORTS["count"] == before + 1
+
+    weights = xml.parent / "model.bin"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    assert onnx_backend.ensure_export(folder, "openvino-int8", st) == xml
+    assert onnx_backend.EXPORTS["count"] == before + 2
+    assert "damaged; exporting it again" in capsys.readouterr().err
+    assert sha256_file(weights) == info["files"]["model.bin"]["sha256"]  # the quantization is deterministic
+
+
+def test_a_missing_openvino_is_one_clear_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "openvino", None)
+    with pytest.raises(BadInput) as caught:
+        onnx_backend.OpenVinoEncoder(object(), resolve_model_path(DEFAULT_MODEL), "openvino-int8")
+    message = caught.value.message
+    assert "\n" not in message and "openvino" in message and "pip install" in message
+
+
+@pytest.mark.slow
 def test_a_vector_depends_only_on_its_text_and_chunk(abstracts):
     """The unit both executors compute: embedding a chunk again gives the same bytes."""
     first = embed_texts(abstracts[:40], model=ONNX)
@@ -128,7 +204,8 @@ def test_the_export_is_cached_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch
     assert onnx_backend.EXPORTS["count"] == before + 1
     assert path.is_relative_to(tmp_path / "cache" / "onnx")
     info = json.loads((path.parent / "EXPORT.json").read_text())
-    assert info["recipe"] == onnx_backend.RECIPES["onnx"] and info["bytes"] == path.stat().st_size
+    assert info["recipe"] == onnx_backend.RECIPES["onnx"]
+    assert info["files"]["model.onnx"]["bytes"] == path.stat().st_size
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
     assert onnx_backend.ensure_export(folder, "onnx", st) == path  # second load: no new export
@@ -140,11 +217,12 @@ def test_the_export_is_cached_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch
     assert onnx_backend.ensure_export(folder, "onnx", st) == path
     assert onnx_backend.EXPORTS["count"] == before + 2
     assert "damaged; exporting it again" in capsys.readouterr().err
-    assert sha256_file(path) == info["sha256"]  # the export is deterministic
+    assert sha256_file(path) == info["files"]["model.onnx"]["sha256"]  # the export is deterministic
 
     path.write_bytes(bytes(data[: len(data) // 3]))  # truncated, as by a full disk
     onnx_backend.ensure_export(folder, "onnx", st)
-    assert onnx_backend.EXPORTS["count"] == before + 3 and sha256_file(path) == info["sha256"]
+    assert onnx_backend.EXPORTS["count"] == before + 3
+    assert sha256_file(path) == info["files"]["model.onnx"]["sha256"]
 
     # the session the encoder opens runs the verified file
     encoder = onnx_backend.OnnxEncoder(st, folder, "onnx")

@@ -58,6 +58,7 @@ def test_create_and_verify_small_instance(small, cli):
     assert code == 0, err
     inst = load_instance("i", ws)
     assert inst.retrieval.k == 5 and inst.past.corpus_id == "good-past" and inst.cutoff == dt.date(2025, 10, 31)
+    assert inst.retrieval.model == "all-MiniLM-L6-v2"  # torch fp32: a bare name
     assert cli(["instance", "verify", "i"], root=ws.root)[0] == 0
     assert open_past_corpus(inst, ws).corpus_id == "good-past"
     code, _, err = cli(

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from backtest.cli.common import DATE, echo_json, json_option, k_option, retriever_option, workspace
+from backtest.cli.common import (
+    DATE,
+    echo_json,
+    embedding_model_option,
+    json_option,
+    k_option,
+    retriever_option,
+    workspace,
+)
 from backtest.core.errors import CheckFailed
 from backtest.core.records import RetrievalSettings
 from backtest.corpus.instance import create_instance, load_instance, verify_instance
@@ -21,13 +29,7 @@ def instance() -> None:
 @click.option("--past", required=True, help="Past corpus: manifest path or corpus id.")
 @click.option("--future", required=True, help="Future corpus: manifest path or corpus id.")
 @retriever_option
-@click.option(
-    "--model",
-    default="all-MiniLM-L6-v2",
-    show_default=True,
-    help="Sentence-transformers model for dense retrieval, NAME[@torch|onnx|onnx-int8] (the backend; "
-    "torch when omitted; see docs/retrieve.md).",
-)
+@embedding_model_option
 @k_option()
 @click.option(
     "--max-chars",

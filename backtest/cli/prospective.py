@@ -10,6 +10,7 @@ from backtest.cli.common import (
     DATE,
     OutPath,
     echo_json,
+    embedding_model_option,
     given_options,
     json_option,
     k_option,
@@ -70,9 +71,7 @@ def prospective() -> None:
 )
 @click.option("--past-start", type=DATE, help="First day of the past corpus when it is built here.")
 @retriever_option
-@click.option(
-    "--model", default="all-MiniLM-L6-v2", show_default=True, help="Embedding model for dense/hybrid retrieval."
-)
+@embedding_model_option
 @k_option()
 @click.option(
     "--judge", "judge_config", type=click.Path(), help="Judge config (judges/NAME.toml); default: the offline judge."

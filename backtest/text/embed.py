@@ -17,10 +17,16 @@ depends only on its chunk, so both give the same bytes.
 instance settings, retrievers and judges carry and that reaches :func:`embed_chunk` in every executor:
 
 - ``torch`` (a bare ``NAME``, or ``NAME@torch``): ``SentenceTransformer.encode`` in fp32 on torch;
+- ``bf16``: the same ``encode`` under ``torch.autocast("cpu", dtype=torch.bfloat16)``: matrix products in
+  bfloat16 with fp32 accumulation, everything else fp32. The fp32 vectors to a mean cosine of 0.99998 and
+  about twice as fast on a CPU with native bf16 (AVX512-BF16 or AMX), but not the fp32 ranking: about 1% of
+  top-8 slots differ (``bench/results/embed.json``), so it is opt-in;
 - ``onnx``: the same model's transformer exported once to ONNX and run by onnxruntime in fp32, with the
   model's own tokenisation, pooling and normalisation (:mod:`backtest.text.onnx_backend`);
 - ``onnx-int8``: that export with int8 weights (onnxruntime dynamic quantization, per-channel ``MatMul``
-  weights): faster, not the same vectors. Opt-in.
+  weights): faster, not the same vectors. Opt-in;
+- ``openvino-int8``: that export quantized to int8 (weights and activations) by NNCF, run by OpenVINO with
+  bf16 for what stays in floating point: the fastest, not the same vectors. Opt-in.
 
 A bare name means ``torch``, so every committed instance and cache keeps its meaning;
 :func:`model_fingerprint` names the backend and the export recipe, so vectors of different backends never
@@ -29,6 +35,8 @@ share a cache, a vector store or an index (``bench/results/embed.json`` compares
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import sys
@@ -47,8 +55,43 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"}
 _LOCK = threading.Lock()
 CHUNK = 256  # texts per encode call, in every executor: a vector depends only on its chunk
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino-int8")
 DEFAULT_BACKEND = "torch"  # what a bare model name means (see the module docstring)
+CALIBRATION = Path(__file__).with_name("calibration.txt")  # openvino-int8's calibration texts
+_ONNX_EXPORT = {"exporter": "torch.onnx.export/dynamo", "opset": 18, "output": "last_hidden_state"}
+# What makes each non-torch backend's vectors: changing any of it changes the model fingerprint (and, for
+# the exported backends, the export's cache folder: backtest.text.onnx_backend).
+RECIPES: dict[str, dict] = {
+    "bf16": {"autocast": "torch.bfloat16", "device": "cpu"},
+    "onnx": dict(_ONNX_EXPORT),
+    "onnx-int8": {
+        **_ONNX_EXPORT,
+        "quantization": "onnxruntime.quantize_dynamic",
+        "op_types": ["MatMul"],
+        "weight_type": "QInt8",
+        "per_channel": True,
+        "reduce_range": False,
+    },
+    "openvino-int8": {
+        **_ONNX_EXPORT,
+        "converter": "openvino.convert_model",
+        "quantization": "nncf.quantize",
+        "model_type": "transformer",
+        "preset": "mixed",
+        "calibration": "calibration.txt",
+        "calibration_sha256": hashlib.sha256(CALIBRATION.read_bytes()).hexdigest(),
+        "calibration_batch": 4,
+        "inference_precision": "bf16",
+        "performance_hint": "throughput",
+        "batch_size": 32,
+    },
+}
+
+
+def recipe_hash(backend: str) -> str:
+    """8 hex of the sha256 of a backend's recipe (part of the model fingerprint)."""
+    blob = json.dumps(RECIPES[backend], sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:8]
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -69,6 +112,20 @@ def model_spec(name: str, backend: str = DEFAULT_BACKEND) -> str:
     if backend not in BACKENDS:
         raise BadInput(f"embedding backend {backend!r}: choose {', '.join(BACKENDS)}")
     return name if backend == DEFAULT_BACKEND else f"{name}@{backend}"
+
+
+def native_bf16() -> bool:
+    """True when this CPU computes bfloat16 products natively (AVX512-BF16 or AMX-BF16, read from
+    ``/proc/cpuinfo``; False where that file is missing). Elsewhere ``bf16`` still gives its vectors, slowly."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
 
 
 def resolve_model_path(name: str) -> Path:
@@ -98,10 +155,12 @@ def load_model(name: str = DEFAULT_MODEL):
 
 @lru_cache(maxsize=8)
 def _load(path: str, backend: str):
+    if backend == "bf16":
+        return Bf16Encoder(_load(path, "torch"))
     if backend != "torch":
-        from backtest.text.onnx_backend import OnnxEncoder
+        from backtest.text.onnx_backend import ENCODERS
 
-        return OnnxEncoder(_load(path, "torch"), Path(path), backend)
+        return ENCODERS[backend](_load(path, "torch"), Path(path), backend)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # A refused command must print one error line, not a weights-loading progress bar above it.
@@ -115,6 +174,36 @@ def _load(path: str, backend: str):
         ) from None
     with _LOCK:
         return SentenceTransformer(path, device="cpu")
+
+
+class Bf16Encoder:
+    """The ``bf16`` backend: a ``SentenceTransformer`` whose ``encode`` runs under CPU autocast to bfloat16
+    (matrix products in bf16, accumulated in fp32); vectors come back float32."""
+
+    def __init__(self, st):
+        self.st = st
+        if not native_bf16():
+            print(
+                "warning: this CPU has no native bf16 (avx512_bf16 or amx_bf16): the bf16 backend runs emulated, "
+                "slower than torch fp32",
+                file=sys.stderr,
+            )
+
+    def get_embedding_dimension(self) -> int | None:
+        """The vector length (that of the sentence-transformers model)."""
+        from backtest.text.onnx_backend import embedding_dimension
+
+        return embedding_dimension(self.st)
+
+    get_sentence_embedding_dimension = get_embedding_dimension
+
+    def encode(self, sentences: Sequence[str], **options) -> np.ndarray:
+        """``SentenceTransformer.encode`` of ``sentences`` (same options) in bf16 autocast."""
+        import torch
+
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            vectors = self.st.encode(list(sentences), **options)
+        return np.asarray(vectors, dtype=np.float32)
 
 
 def embed_chunk(texts: Sequence[str], model: str = DEFAULT_MODEL, batch_size: int = 64) -> np.ndarray:
@@ -211,8 +300,6 @@ def model_fingerprint(model: str = DEFAULT_MODEL) -> str:
     base = f"{Path(name).name}:{sha256_file(weights)[:16] if weights else 'unknown'}"
     if backend == "torch":
         return base
-    from backtest.text.onnx_backend import recipe_hash
-
     return f"{base}@{backend}:{recipe_hash(backend)}"
 
 
