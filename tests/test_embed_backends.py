@@ -276,3 +276,16 @@ def test_the_backend_reaches_ray_workers(abstracts, ray_token):
             ray.shutdown()
     assert np.array_equal(remote, local), f"max |diff| {np.abs(remote - local).max()}"
     assert not np.array_equal(local, embed_texts(texts))  # int8, not torch
+
+
+def test_an_export_of_the_older_format_is_told_apart_from_a_damaged_one(tmp_path):
+    """Exports made before per-file hashes are made again with a note, not reported as damage."""
+    folder = tmp_path / "fp32-00000000"
+    folder.mkdir()
+    (folder / "EXPORT.json").write_text(json.dumps({"sha256": "ab" * 32, "bytes": 3, "recipe": {}}))
+    assert onnx_backend._older_format(folder)
+    (folder / "EXPORT.json").write_text(json.dumps({"files": {}, "recipe": {}}))
+    assert not onnx_backend._older_format(folder)
+    (folder / "EXPORT.json").write_text('{"sha256": "ab", "bytes"')  # cut short: damage
+    assert not onnx_backend._older_format(folder)
+    assert not onnx_backend._older_format(tmp_path / "missing")

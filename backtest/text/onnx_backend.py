@@ -185,6 +185,16 @@ def _export_fp32(st: Any, out: Path) -> None:
         )
 
 
+def _older_format(folder: Path) -> bool:
+    """True when ``folder``'s ``EXPORT.json`` is whole but of the format before per-file hashes (one
+    ``sha256`` for ``model.onnx``): not damage, only an older backtest."""
+    try:
+        info = json.loads((folder / "EXPORT.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and "files" not in info and "sha256" in info
+
+
 def calibration_texts() -> list[str]:
     """The fixed texts ``openvino-int8`` is calibrated on, one per line of ``calibration.txt``."""
     return [line for line in CALIBRATION.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -306,7 +316,9 @@ def ensure_export(model_dir: Path, backend: str, st: Any) -> Path:
     with _file_lock(folder.parent / ".export.lock"):
         if _valid(folder, backend):  # another process finished it while we waited
             return main
-        if folder.exists():
+        if _older_format(folder):
+            print(f"note: export {folder} was made by an older backtest; exporting it again", file=sys.stderr)
+        elif folder.exists():
             print(f"warning: export {folder} is missing or damaged; exporting it again", file=sys.stderr)
         if backend == "onnx":
             _write_export(folder, backend, lambda tmp: _export_fp32(st, tmp / "model.onnx"))
