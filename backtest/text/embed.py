@@ -184,8 +184,8 @@ class Bf16Encoder:
         self.st = st
         if not native_bf16():
             print(
-                "warning: this CPU has no native bf16 (avx512_bf16 or amx_bf16): the bf16 backend runs emulated, "
-                "slower than torch fp32",
+                "warning: this CPU has no native bf16 (avx512_bf16 or amx_bf16): the bf16 backend runs emulated "
+                "and may be slower than torch fp32",
                 file=sys.stderr,
             )
 

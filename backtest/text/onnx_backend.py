@@ -380,11 +380,11 @@ class OnnxEncoder:
         """The vector length (that of the sentence-transformers model)."""
         return embedding_dimension(self.st)
 
+    get_sentence_embedding_dimension = get_embedding_dimension
+
     def _forward(self, feeds: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
         """The transformer's token embeddings for each batch's inputs, in order."""
         return [self.session.run(["token_embeddings"], feed)[0] for feed in feeds]
-
-    get_sentence_embedding_dimension = get_embedding_dimension
 
     def encode(
         self,
