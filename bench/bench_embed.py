@@ -3,7 +3,7 @@ OpenVINO int8 (all-MiniLM-L6-v2).
 
 On the repository's astro-2025 future corpus (8,223 papers; ``make bench`` runs ``make instances`` first),
 each text title + abstract exactly as the dense retriever embeds it (``FutureDocs.texts``), all in one
-process on the same cores (torch's thread count; onnxruntime is given the same):
+process on the same cores (torch's thread count; onnxruntime and OpenVINO are given the same):
 
 - speed: a fixed random sample of 1,024 abstracts (128 with ``--quick``), four chunks of 256, embedded by
   each backend through ``embed_texts`` (the path every caller takes: 256-text chunks, batches of 64), after
@@ -13,10 +13,11 @@ process on the same cores (torch's thread count; onnxruntime is given the same):
   thread) over all rounds, and the ratios to torch.
 - quality: every one of the 8,223 abstracts embedded by each other backend (timed too: a second,
   larger speed figure), the cosine of each vector with the torch fp32 vector of the same text (the
-  dense retriever's own cached index when it is there); and retrieval: the 500 questions frozen on
-  astro-2025 (``frozen/astro-2025/*/v1/questions.jsonl``), each question's text embedded as the dense
-  retriever embeds it, top 8 from an exact inner-product index of that backend's vectors against the top
-  8 of the torch fp32 index (recall@8 = overlap / 8, and how many top-8 lists are identical in order).
+  dense retriever's own cached index when it is there); and retrieval: the questions frozen on astro-2025
+  (``frozen/astro-2025/*/v1/questions.jsonl``, 406 in the committed release), each question's text
+  embedded as the dense retriever embeds it, top 8 from an exact inner-product index of that backend's
+  vectors against the top 8 of the torch fp32 index (recall@8 = overlap / 8, and how many top-8 lists are
+  identical in order).
 - the CPU's limit: the model's FLOPs per abstract, counted from its shape (6 layers, hidden 384,
   intermediate 1536, 12 heads: per token and layer 2 FLOPs per multiply-add for the Q, K, V and output
   projections, 8h^2, the feed-forward, 4hi, and attention's scores and weighted sum, 4Lh for L tokens)
