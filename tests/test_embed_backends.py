@@ -22,7 +22,7 @@ from backtest.corpus.future import open_future_corpus
 from backtest.corpus.instance import load_instance
 from backtest.retrieve.dense import embedding_params
 from backtest.retrieve.protocol import load_future_docs
-from backtest.text import embed, onnx_backend
+from backtest.text import backends, embed, onnx_backend
 from backtest.text.embed import (
     CHUNK,
     DEFAULT_MODEL,
@@ -95,8 +95,8 @@ def test_the_fingerprint_differs_per_backend_and_torch_keeps_its_old_one():
 def test_the_calibration_texts_are_in_the_openvino_fingerprint(monkeypatch):
     """Other calibration texts quantize another model: its fingerprint (and export folder) must change."""
     before = model_fingerprint(OV_INT8)
-    recipe = dict(embed.RECIPES["openvino-int8"], calibration_sha256="0" * 64)
-    monkeypatch.setitem(embed.RECIPES, "openvino-int8", recipe)
+    recipe = dict(backends.RECIPES["openvino-int8"], calibration_sha256="0" * 64)
+    monkeypatch.setitem(backends.RECIPES, "openvino-int8", recipe)
     assert model_fingerprint(OV_INT8) != before
     assert len(onnx_backend.calibration_texts()) >= 100
 

@@ -35,8 +35,6 @@ share a cache, a vector store or an index (``bench/results/embed.json`` compares
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import sys
@@ -50,48 +48,13 @@ from tqdm import tqdm
 
 from backtest.core import executor
 from backtest.core.errors import BadInput
+from backtest.text.backends import BACKENDS, embedding_dimension, native_bf16, recipe_hash
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "all-minilm-l6-v2"}
 _LOCK = threading.Lock()
 CHUNK = 256  # texts per encode call, in every executor: a vector depends only on its chunk
-BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino-int8")
 DEFAULT_BACKEND = "torch"  # what a bare model name means (see the module docstring)
-CALIBRATION = Path(__file__).with_name("calibration.txt")  # openvino-int8's calibration texts
-_ONNX_EXPORT = {"exporter": "torch.onnx.export/dynamo", "opset": 18, "output": "last_hidden_state"}
-# What makes each non-torch backend's vectors: changing any of it changes the model fingerprint (and, for
-# the exported backends, the export's cache folder: backtest.text.onnx_backend).
-RECIPES: dict[str, dict] = {
-    "bf16": {"autocast": "torch.bfloat16", "device": "cpu"},
-    "onnx": dict(_ONNX_EXPORT),
-    "onnx-int8": {
-        **_ONNX_EXPORT,
-        "quantization": "onnxruntime.quantize_dynamic",
-        "op_types": ["MatMul"],
-        "weight_type": "QInt8",
-        "per_channel": True,
-        "reduce_range": False,
-    },
-    "openvino-int8": {
-        **_ONNX_EXPORT,
-        "converter": "openvino.convert_model",
-        "quantization": "nncf.quantize",
-        "model_type": "transformer",
-        "preset": "mixed",
-        "calibration": "calibration.txt",
-        "calibration_sha256": hashlib.sha256(CALIBRATION.read_bytes()).hexdigest(),
-        "calibration_batch": 4,
-        "inference_precision": "bf16",
-        "performance_hint": "throughput",
-        "batch_size": 32,
-    },
-}
-
-
-def recipe_hash(backend: str) -> str:
-    """8 hex of the sha256 of a backend's recipe (part of the model fingerprint)."""
-    blob = json.dumps(RECIPES[backend], sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()[:8]
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -112,20 +75,6 @@ def model_spec(name: str, backend: str = DEFAULT_BACKEND) -> str:
     if backend not in BACKENDS:
         raise BadInput(f"embedding backend {backend!r}: choose {', '.join(BACKENDS)}")
     return name if backend == DEFAULT_BACKEND else f"{name}@{backend}"
-
-
-def native_bf16() -> bool:
-    """True when this CPU computes bfloat16 products natively (AVX512-BF16 or AMX-BF16, read from
-    ``/proc/cpuinfo``; False where that file is missing). Elsewhere ``bf16`` still gives its vectors, slowly."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
-    except OSError:
-        pass
-    return False
 
 
 def resolve_model_path(name: str) -> Path:
@@ -191,8 +140,6 @@ class Bf16Encoder:
 
     def get_embedding_dimension(self) -> int | None:
         """The vector length (that of the sentence-transformers model)."""
-        from backtest.text.onnx_backend import embedding_dimension
-
         return embedding_dimension(self.st)
 
     get_sentence_embedding_dimension = get_embedding_dimension
@@ -223,8 +170,6 @@ def embed_texts(
     In chunks of :data:`CHUNK`; under the ``ray`` executor, texts of more than one chunk go
     to the cluster (:func:`embed_on_ray`)."""
     if len(texts) == 0:
-        from backtest.text.onnx_backend import embedding_dimension
-
         return np.zeros((0, embedding_dimension(load_model(model)) or 0), dtype=np.float32)
     starts = range(0, len(texts), CHUNK)
     if len(starts) > 1 and executor.current().name == "ray":

@@ -44,7 +44,7 @@ import numpy as np
 
 from backtest.core.errors import BadInput
 from backtest.core.seal import sha256_file
-from backtest.text.embed import CALIBRATION, RECIPES, recipe_hash
+from backtest.text.backends import CALIBRATION, RECIPES, embedding_dimension, recipe_hash
 
 ONNX_BACKENDS = ("onnx", "onnx-int8", "openvino-int8")
 OPSET = RECIPES["onnx"]["opset"]
@@ -334,14 +334,6 @@ def ensure_export(model_dir: Path, backend: str, st: Any) -> Path:
     if not _valid(folder, backend):
         raise RuntimeError(f"the export {folder} does not verify right after it was written")
     return main
-
-
-def embedding_dimension(model: Any) -> int | None:
-    """A model's vector length (``get_embedding_dimension``, ``get_sentence_embedding_dimension`` before
-    sentence-transformers 6)."""
-    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    dimension = getter()
-    return None if dimension is None else int(dimension)
 
 
 class OnnxEncoder:
