@@ -123,12 +123,14 @@ def test_onnx_fp32_gives_the_torch_vectors(abstracts, torch_vectors):
 
 
 @pytest.mark.slow
-def test_onnx_int8_is_close_to_the_torch_vectors(abstracts, torch_vectors):
-    vectors = embed_texts(abstracts, model=INT8)
+@pytest.mark.parametrize("spec", [INT8, OV_INT8])
+def test_the_int8_backends_are_close_to_the_torch_vectors(spec, abstracts, torch_vectors):
+    vectors = embed_texts(abstracts, model=spec)
     cos = cosines(vectors, torch_vectors)
     assert cos.mean() >= 0.99, f"mean cosine {cos.mean()}"
     assert cos.min() >= 0.95, f"min cosine {cos.min()}"
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(embed.embed_chunk(abstracts[:40], spec), embed_texts(abstracts[:40], model=spec))
 
 
 @pytest.mark.slow
@@ -141,16 +143,6 @@ def test_bf16_gives_the_torch_vectors_to_a_cosine_of_1e_4(abstracts, torch_vecto
     assert not np.array_equal(vectors, torch_vectors)  # bf16 products, not fp32 ones
     assert np.array_equal(embed_texts(abstracts[:40], model=BF16), vectors[:40])  # deterministic
     assert embed_texts([], model=BF16).shape == (0, 384)
-
-
-@pytest.mark.slow
-def test_openvino_int8_is_close_to_the_torch_vectors(abstracts, torch_vectors):
-    vectors = embed_texts(abstracts, model=OV_INT8)
-    cos = cosines(vectors, torch_vectors)
-    assert cos.mean() >= 0.99, f"mean cosine {cos.mean()}"
-    assert cos.min() >= 0.95, f"min cosine {cos.min()}"
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert np.array_equal(embed.embed_chunk(abstracts[:40], OV_INT8), embed_texts(abstracts[:40], model=OV_INT8))
 
 
 @pytest.mark.slow

@@ -211,13 +211,14 @@ def _quantize_openvino(fp32: Path, out: Path, st: Any) -> None:
     recipe = RECIPES["openvino-int8"]
     nncf.set_log_level(logging.ERROR)
     texts, batch = calibration_texts(), int(recipe["calibration_batch"])
-    names = [i.get_any_name() for i in ov.convert_model(str(fp32)).inputs]
+    model = ov.convert_model(str(fp32))
+    names = [i.get_any_name() for i in model.inputs]
     items = []
     for start in range(0, len(texts), batch):
         features = st.preprocess(texts[start : start + batch])
         items.append({name: features[name].numpy() for name in names})
     quantized = nncf.quantize(
-        ov.convert_model(str(fp32)),
+        model,
         nncf.Dataset(items),
         model_type=nncf.ModelType.TRANSFORMER,
         preset=nncf.QuantizationPreset.MIXED,
@@ -374,6 +375,10 @@ class OnnxEncoder:
 
     get_sentence_embedding_dimension = get_embedding_dimension
 
+    def _batch_size(self, asked: int) -> int:
+        """Texts per batch for a caller that asks for ``asked`` (here: as asked)."""
+        return asked
+
     def _forward(self, feeds: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
         """The transformer's token embeddings for each batch's inputs, in order."""
         return [self.session.run(["token_embeddings"], feed)[0] for feed in feeds]
@@ -394,6 +399,7 @@ class OnnxEncoder:
             return np.zeros((0, self.get_embedding_dimension() or 0), dtype=np.float32)
         order = np.argsort([-len(t) for t in texts])  # encode's own length sort
         out: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+        batch_size = self._batch_size(batch_size)
         batches = [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
         with torch.inference_mode():
             features = [self.st.preprocess([texts[i] for i in rows]) for rows in batches]
@@ -443,18 +449,10 @@ class OpenVinoEncoder(OnnxEncoder):
         self.lock = threading.Lock()  # one queue: a caller's batches never interleave with another's
         return compiled, [i.get_any_name() for i in compiled.inputs]
 
-    def encode(
-        self,
-        sentences: Sequence[str],
-        batch_size: int = 32,
-        normalize_embeddings: bool = False,
-        convert_to_numpy: bool = True,
-        show_progress_bar: bool = False,
-    ) -> np.ndarray:
-        """:meth:`OnnxEncoder.encode` in batches of the recipe's ``batch_size`` whatever the caller asks (32:
-        less padding and a better fit in cache than the 64 of the torch path)."""
-        size = int(RECIPES[self.backend]["batch_size"])
-        return super().encode(sentences, size, normalize_embeddings, convert_to_numpy, show_progress_bar)
+    def _batch_size(self, asked: int) -> int:
+        """The recipe's ``batch_size`` whatever the caller asks (32: less padding and a better fit in cache
+        than the 64 of the torch path)."""
+        return int(RECIPES[self.backend]["batch_size"])
 
     def _forward(self, feeds: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
         """The batches run on an ``AsyncInferQueue``, one infer request per stream (each batch whole on one
