@@ -12,11 +12,12 @@ maps ids back (never shown to readers) and ``sources.json`` records the commit, 
 every generated ``questions.jsonl``. The same commit and arguments give the same bytes.
 
 With ``--frozen NAME`` (repeatable), N questions per instance are drawn (``random.Random(seed)``) from the
-committed reference set ``frozen/<instance>/NAME/v1/questions.jsonl`` instead of generated: for a generator
-that needs a model endpoint (``direct_llm``), the very questions the committed baselines scored.
+committed reference set's latest version ``frozen/<instance>/NAME/vK/questions.jsonl`` instead of generated:
+for a generator that needs a model endpoint (``direct_llm``), the very questions the committed baselines
+scored. ``--no-generate`` draws every set that way (nothing generated): a reading of the committed release.
 
 Usage: ``python scripts/intelligibility_items.py OUT_FOLDER [--n 40] [--seed 0] [--unfiltered 30]
-[--frozen direct_llm]``
+[--frozen direct_llm] [--no-generate]``
 """
 
 from __future__ import annotations
@@ -73,12 +74,19 @@ def _questions(folder: Path | None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
+def latest_frozen(name: str, instance: str) -> Path | None:
+    """The committed ``frozen/<instance>/<name>/vK`` folder with the highest K, or None."""
+    versions = [p for p in (ROOT / "frozen" / instance / name).glob("v*") if p.name[1:].isdigit()]
+    return max(versions, key=lambda p: int(p.name[1:]), default=None)
+
+
 def _frozen(name: str, instance: str, n: int, seed: int, out: Path) -> Path | None:
-    """N questions drawn from the committed ``frozen/<instance>/<name>/v1`` set into ``out/questions.jsonl``
-    (all of them when it holds fewer); None when there is no such set."""
-    source = ROOT / "frozen" / instance / name / "v1" / "questions.jsonl"
-    if not source.is_file():
+    """N questions drawn from the latest committed ``frozen/<instance>/<name>/vK`` set into
+    ``out/questions.jsonl`` (all of them when it holds fewer); None when there is no such set."""
+    folder = latest_frozen(name, instance)
+    if folder is None:
         return None
+    source = folder / "questions.jsonl"
     lines = source.read_text(encoding="utf-8").splitlines()
     chosen = sorted(random.Random(seed).sample(range(len(lines)), min(n, len(lines))))
     out.mkdir(parents=True, exist_ok=True)
@@ -87,7 +95,13 @@ def _frozen(name: str, instance: str, n: int, seed: int, out: Path) -> Path | No
 
 
 def build(
-    out: Path, n: int, seed: int, unfiltered: int, shuffle_seed: int, frozen: tuple[str, ...] = ()
+    out: Path,
+    n: int,
+    seed: int,
+    unfiltered: int,
+    shuffle_seed: int,
+    frozen: tuple[str, ...] = (),
+    generate: bool = True,
 ) -> dict[str, Any]:
     """Write items.jsonl, key.json and sources.json into ``out``; return the sources record."""
     study = out.name
@@ -98,7 +112,8 @@ def build(
     with tempfile.TemporaryDirectory() as scratch:
         for instance in INSTANCES:
             seen: set[str] = set()
-            runs = [(g, _generate(g, instance, n, seed, Path(scratch, instance, g))) for g in GENERATORS]
+            names = GENERATORS if generate else ()
+            runs = [(g, _generate(g, instance, n, seed, Path(scratch, instance, g))) for g in names]
             if unfiltered:
                 runs.append((UNFILTERED, _unfiltered(instance, unfiltered, seed + 1, Path(scratch, instance, "u"))))
             for name in frozen:
@@ -116,8 +131,10 @@ def build(
                     key[item_id] = {"generator": generator, "instance": instance, "question_id": q["question_id"]}
                     items.append({"item_id": item_id, "question": q["question"], "premise": q.get("premise")})
                 file = folder / "questions.jsonl" if folder else None
+                source = latest_frozen(generator, instance) if generator in frozen else None
                 sets[f"{instance}/{generator}"] = {
                     "n": kept,
+                    **({"frozen": str(source.relative_to(ROOT))} if source else {}),
                     "questions_jsonl_sha256": hashlib.sha256(file.read_bytes()).hexdigest() if file else None,
                     **({"note": "the generator stopped: nothing to ask"} if folder is None else {}),
                 }
@@ -131,7 +148,7 @@ def build(
 
     sources = {
         "clarity_version_at_reading": CLARITY_VERSION,
-        "command": f"backtest generate NAME --instance ID --n {n} --seed {seed}",
+        "command": f"backtest generate NAME --instance ID --n {n} --seed {seed}" if generate else None,
         "unfiltered": (
             f"random_claims --n {unfiltered} --seed {seed + 1} with reads_clearly, is_background and refers_back "
             "switched off (scripts/intelligibility_items.py)"
@@ -140,7 +157,8 @@ def build(
         ),
         "frozen": {
             name: f"{n} questions per instance drawn with random.Random({seed}) from the committed "
-            f"frozen/<instance>/{name}/v1/questions.jsonl (sha256 of the drawn lines in sets)"
+            f"frozen/<instance>/{name}/vK/questions.jsonl, K the latest version (sets: which; sha256 of the drawn "
+            "lines)"
             for name in frozen
         },
         "generator_commit": commit.stdout.strip(),
@@ -159,8 +177,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--unfiltered", type=int, default=0)
     parser.add_argument("--shuffle-seed", type=int, default=20261203)
     parser.add_argument("--frozen", action="append", default=[], help="a committed reference set to sample")
+    parser.add_argument("--no-generate", action="store_true", help="generate nothing: read only the --frozen sets")
     args = parser.parse_args(argv)
-    sources = build(args.out, args.n, args.seed, args.unfiltered, args.shuffle_seed, tuple(args.frozen))
+    sources = build(
+        args.out, args.n, args.seed, args.unfiltered, args.shuffle_seed, tuple(args.frozen), not args.no_generate
+    )
     for name, entry in sources["sets"].items():
         print(f"{name}: {entry['n']}")
     return 0

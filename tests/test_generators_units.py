@@ -74,6 +74,22 @@ def test_sentences_and_latex_cleanup():
     assert len(sentences) == 3 and sentences[0].endswith("JWST.")
 
 
+@pytest.mark.parametrize(
+    ("latex", "plain"),
+    [  # intelligibility-v3's residue: a symbol lost with the LaTeX left "low- stars", "~eq" and "~-1"
+        (r"that low-$\alpha$ stars with GSE-like kinematics", "that low-α stars with GSE-like kinematics"),
+        (r"LISCA II was originally $\simeq 0.75-1$ kpc apart", "LISCA II was originally ~ 0.75-1 kpc apart"),
+        (r"spectra that behave as $\sim\omega^{-1}$", "spectra that behave as ~ω^-1"),
+        (r"H$\alpha$ and FUV at $5\sigma$", "Hα and FUV at 5σ"),
+        (r"$S_8 = 0.78 \pm 0.02$ and $\sigma_8$", "S8 = 0.78 ± 0.02 and σ8"),
+        (r"a 5000 \AA{} line, $\log g$ and $\Lambda$CDM", "a 5000 Å line, log g and ΛCDM"),
+        (r"$v = 30$ km s$^{-1}$, $3\times10^{-3}$", "v = 30 km s-1, 3x10-3"),  # units and powers of ten as before
+    ],
+)
+def test_detex_keeps_symbols_that_carry_meaning(latex, plain):
+    assert detex(latex) == plain
+
+
 def test_detection_of_objects_molecules_instruments_methods_properties():
     d = detect(
         "JWST NIRSpec transmission spectra of WASP-121 b reveal H2O and CO2; the temperature is 1500 K, "

@@ -18,6 +18,7 @@ that way; they favour precision over recall, like ``backtest.text.objects``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -26,19 +27,45 @@ from backtest.text.objects import find_objects
 
 # --------------------------------------------------------------------------- text clean-up
 
-_LATEX_SUBS = [
+# Greek letters and a few symbols keep their meaning as Unicode: "low-$\alpha$ stars" -> "low-α stars",
+# "H$\alpha$" -> "Hα", "$5\sigma$" -> "5σ", "$\sigma_8$" -> "σ8" (not "low- stars", "H", "5", "8").
+_GREEK = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
+    "eta": "η", "theta": "θ", "vartheta": "θ", "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν",
+    "xi": "ξ", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "upsilon": "υ", "phi": "φ", "varphi": "φ",
+    "chi": "χ", "psi": "ψ", "omega": "ω", "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ",
+    "Pi": "Π", "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
+}  # fmt: skip
+_SYMBOLS = {"AA": "Å", "ell": "ℓ", "infty": "∞", "propto": "∝", "circ": "°", "deg": "°", "prime": "′"}
+_NAMED_FUNCTIONS = ("log", "ln", "exp", "sin", "cos", "tan")  # \log M -> "log M", not " M"
+_LATEX_SUBS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\$?_\{?(\d)\}?\$?"), r"\1"),  # H$_2$O, H_{2}O -> H2O
     (re.compile(r"\\(?:pm|mp)"), "±"),
-    (re.compile(r"\\(?:sim|approx|simeq)"), "~"),
+    (re.compile(r"\\(?:simeq|approx|sim)(?![A-Za-z])"), "~"),  # simeq before sim: not "~eq"
+    (re.compile(r"\\(" + "|".join(_GREEK) + r")(?![A-Za-z])"), lambda m: _GREEK[m.group(1)]),
+    (re.compile(r"\\(" + "|".join(_SYMBOLS) + r")(?![A-Za-z])"), lambda m: _SYMBOLS[m.group(1)]),
+    (re.compile(r"\\(" + "|".join(_NAMED_FUNCTIONS) + r")(?![A-Za-z])"), r"\1 "),
     (re.compile(r"\\(?:lesssim|lt|leq|le)\b"), "<"),
     (re.compile(r"\\(?:gtrsim|gt|geq|ge)\b"), ">"),
     (re.compile(r"\\(?:times)"), "x"),
     (re.compile(r"\\odot"), "sun"),
     (re.compile(r"\\(?:rm|mathrm|text|textrm|it|bf|mathbf|emph)\b"), ""),
     (re.compile(r"\\[A-Za-z]+"), ""),
-    (re.compile(r"[${}^\\]"), ""),
+    # a power of a Greek symbol keeps its caret ("~ω^-1", not "~ω-1"); elsewhere "s$^{-1}$" -> "s-1" as before
+    (re.compile(r"[${}\\]|(?<![α-ωΑ-Ω])\^"), ""),
 ]
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
+def detex_fingerprint() -> str:
+    """sha256 of :func:`detex`'s rules and tables: caches of text cleaned by it (the contamination probe's term
+    index) key on it, so a change to the clean-up rebuilds them."""
+    import hashlib
+    import json
+
+    rules = [[p.pattern, r if isinstance(r, str) else "table"] for p, r in _LATEX_SUBS]
+    blob = json.dumps([rules, _GREEK, _SYMBOLS, _NAMED_FUNCTIONS], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def detex(text: str) -> str:
@@ -947,7 +974,7 @@ def claim_clause(sentence: str, max_chars: int = 220) -> str:
 
 # --------------------------------------------------------------------------- whole corpus, cached
 
-EXTRACT_VERSION = "6"
+EXTRACT_VERSION = "7"
 
 
 def analyse_corpus(past, progress: bool = False) -> list[PaperClaims]:

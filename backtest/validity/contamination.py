@@ -51,7 +51,8 @@ counted (``n_unseen``) but not flagged.
 **Indexes.** Each corpus's term document frequencies are built once and cached under its
 seal (``corpora/<id>/index/terms/<key>.tsv.gz``; ``BACKTEST_INDEX_CACHE`` shared between
 workspaces as for retrieval indexes), written atomically; ``key`` covers the corpus seal,
-the term definition and the lexicons, so any change rebuilds.
+the term definition, the lexicons and the LaTeX clean-up (:func:`~backtest.generators.extract.detex_fingerprint`),
+so any change rebuilds.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ from backtest.core.seal import sha256_json
 from backtest.core.stats import proportion
 from backtest.core.workspace import Workspace
 from backtest.corpus.store import CorpusStore
-from backtest.generators.extract import INSTRUMENTS, detex
+from backtest.generators.extract import INSTRUMENTS, detex, detex_fingerprint
 from backtest.text.objects import find_objects
 from backtest.text.terms import GENERIC_TERMS, stem
 from backtest.validity.outputs import ContaminationReport, FlaggedTerm, QuestionProbe
@@ -165,6 +166,7 @@ def _fingerprint() -> dict[str, Any]:
         "lexicon_sha256": sha256_json(list(_lexicon()[0])),
         "stop_sha256": sha256_json(sorted(_stop_words())),
         "generic_sha256": sha256_json(sorted(GENERIC_TERMS)),
+        "detex_sha256": detex_fingerprint(),
     }
 
 
