@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = ("astro-2025", "space-2016")
 GENERATORS = ("random_claims", "citation_leaders", "review_future_work", "evidence_graph")
 UNFILTERED = "random_claims-unfiltered"
+_EMPTY = {False: "the generator stopped: nothing to ask", True: "no committed frozen set (nothing to ask)"}
 
 
 def _generate(name: str, instance: str, n: int, seed: int, out: Path) -> Path | None:
@@ -136,7 +137,7 @@ def build(
                     "n": kept,
                     **({"frozen": str(source.relative_to(ROOT))} if source else {}),
                     "questions_jsonl_sha256": hashlib.sha256(file.read_bytes()).hexdigest() if file else None,
-                    **({"note": "the generator stopped: nothing to ask"} if folder is None else {}),
+                    **({"note": _EMPTY[generator in frozen]} if folder is None else {}),
                 }
     random.Random(shuffle_seed).shuffle(items)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,9 +13,9 @@ were read under); ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl``: the two 
   findings, the share whose conflict is real, each with a 95% Clopper-Pearson interval;
 - the clarity score (``backtest.text.clarity.clarity_score``) against the adjudicated labels: the ROC AUC of
   ``1 - score`` for "unintelligible", with a seeded case bootstrap interval, and how many each side the freeze
-  gate's threshold flags; over every item, and over the ``*-unfiltered`` questions alone where a study holds
-  them. The report says whether the score's version was fixed before the labels were read (a measurement) or
-  changed after (in-sample).
+  gate's threshold flags; over every item, over the ``*-unfiltered`` questions alone and over ``direct_llm``'s
+  (a model's questions, which no clarity check chose) where a study holds them. The report says whether the
+  score's version was fixed before the labels were read (a measurement) or changed after (in-sample).
 
 Usage: ``python scripts/intelligibility_study.py [FOLDER]``; the same labels give the same bytes.
 """
@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "judges" / "validation" / "intelligibility-v2"
 N_BOOT = 2000
+SCORE_BLIND = ("direct_llm",)  # generators whose questions no clarity check chose (the model's, as it wrote them)
 
 
 def _read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
@@ -98,6 +99,9 @@ def study(folder: Path) -> dict[str, Any]:
     unfiltered = [i for i in ids if decode[i]["generator"].endswith("-unfiltered")]
     if unfiltered:  # the questions no quality filter saw: the score's AUC where it did not choose the sample
         clarity["unfiltered"] = _clarity([cases[i] for i in unfiltered])
+    model_written = [i for i in ids if decode[i]["generator"] in SCORE_BLIND]
+    if model_written:  # a language model's questions, which the score did not choose either
+        clarity["model_written"] = _clarity([cases[i] for i in model_written])
     sources = json.loads((folder / "sources.json").read_text(encoding="utf-8"))
     read_under = sources.get("clarity_version_at_reading", "clarity-v1")
     return {
@@ -175,7 +179,11 @@ def render(results: dict[str, Any]) -> str:
         "in-sample, not a measurement"
     )
     lines += ["", f"The clarity score ({cl['version']}, {when}) against the adjudicated labels:", ""]
-    for what, c in (("every item", cl), ("the unfiltered questions only", cl.get("unfiltered"))):
+    for what, c in (
+        ("every item", cl),
+        ("the unfiltered questions only", cl.get("unfiltered")),
+        ("direct_llm's questions only (a model's, which no clarity check chose)", cl.get("model_written")),
+    ):
         if c:
             lo, hi = c["auc_ci95"]
             lines.append(
