@@ -124,9 +124,9 @@ def test_astro_2025_generators_freeze_cleanly(name, astro_ws, tmp_path_factory):
         notes = load(folder)[1]["generator_notes"]
         assert notes["requested"] == 125 and notes["emitted"] == len(questions) <= notes["tensions_found"]
         assert notes["shortfall"] == 125 - len(questions)
-    elif name == "review_future_work":  # 112 cue sentences of astro-2025 rewrite into self-contained questions
-        notes = load(folder)[1]["generator_notes"]
-        assert 100 <= len(questions) == notes["emitted"] <= notes["candidates"] and notes["requested"] == 125
+    elif name == "review_future_work":  # 92 cue sentences of astro-2025 rewrite into self-contained questions
+        notes = load(folder)[1]["generator_notes"]  # (102 before intelligibility-v4's checks)
+        assert 90 <= len(questions) == notes["emitted"] <= notes["candidates"] and notes["requested"] == 125
     else:
         assert len(questions) == 125
 
@@ -134,8 +134,11 @@ def test_astro_2025_generators_freeze_cleanly(name, astro_ws, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [b for b in BASELINES if b != "evidence_graph"])
 def test_space_2016_generators_freeze_cleanly(name, space_ws, tmp_path_factory):
+    # review_future_work: 45 self-contained gap questions (53 before intelligibility-v4's checks dropped 8 that
+    # readers could not understand)
+    minimum = 40 if name == "review_future_work" else 50
     questions = assert_freezes_cleanly(
-        cached_run(space_ws, "space-2016", name, tmp_path_factory), "space-2016", space_ws
+        cached_run(space_ws, "space-2016", name, tmp_path_factory), "space-2016", space_ws, minimum=minimum
     )
     assert_self_contained(questions)
 
@@ -241,11 +244,97 @@ STANDS_ALONE = [
 ]
 
 
+# Claim sentences (as in the abstract, LaTeX and all) behind questions the intelligibility-v4 readers found
+# unintelligible (random_claims, citation_leaders): a description only the abstract defines, a lost power of
+# ten (the clean-up now keeps "10^13"; the caret is skipped as a symbol), a statement with nothing to
+# reproduce (an idea, a recommendation, the literature, a measurement without its value), an opening that
+# points back ("Yet while ...").
+LEAN_ON_CONTEXT_V4 = [
+    "However, we demonstrate that the apparent excess is due to an observational selection bias.",
+    "We infer that the motion of flotsam in general is constrained by similar effects.",
+    "We conclude that the stochastic sources at each station are independent from each other and typically have "
+    "amplitudes of the order of the deterministic contributions.",
+    "The members of one population are coincident in time with MSTIDs and are consistent with being generated "
+    "within Es layers by the E-F coupling instability.",
+    "Our analysis suggests that the recent encounter has had a smaller impact on the stellar orbits within the "
+    "inner component.",
+    "The found system of equations is consistent with the law of conservation of energy and the virial equation.",
+    'We show that the "mixed" equation used in some models is not physically consistent either.',
+    r"We find that the value of $\beta$ is consistent at 2-$\sigma$ level with the earlier measurement of the DGSE.",
+    r"The predicted H$_3^+$ column densities ($\sim10^{13}$ cm$^{-2}$) are consistent with the presence of H3+ in "
+    "the PDR of irradiated disks.",
+    "The simple underlying idea is that, contrary to circular binaries, eccentric ones emit a broadband spectrum "
+    "thus resulting in similar sky maps at different frequencies.",
+    "Parabolic fits to the profiles allow one to distinguish changes in the upper limits from variations in the "
+    "constraining power of the different data combinations.",
+    "We conclude that further modeling of the flyby anomalies must simultaneously attempt to fit constraints "
+    "coming from satellite orbits.",
+    "Contradictory answers appear in the literature.",
+    "Updated elemental abundances have been determined for Sc, Cr, Co, and, tentatively, Al, along with a new "
+    "upper limit for Be.",
+    "Yet while many SNRs have been observed in nonthermal emission in radio, X-rays, and gamma rays, there is no "
+    "evidence for any individual object contributing to the locally observed flux.",
+]
+# ...and sentences the same readers, or intelligibility-v2/v3's, read as intelligible: they must still pass.
+STANDS_ALONE_V4 = [
+    "Observations indicate that the Arctic sea ice cover is rapidly retreating while the Antarctic sea ice cover "
+    "is steadily expanding.",
+    "Consequently, we find that the dark matter relic density is obtained for a scalaron mass between 1.38 keV "
+    "and 0.7 MeV.",
+    r"The low-$\alpha$ stars with GSE-like kinematics exhibit bimodality in [Na/Fe] and [Al/Fe].",
+    # the clean-up now keeps the fraction: "only for 2/3 of the total correction", not "only for 23 of"
+    r"We found that the correction derived from the Doppler effect is accountable only for $\frac23$ of the total "
+    "correction due to finite speed of light, if no signal delays are considered.",
+    "The physical mechanisms enabling LyC escape from young massive star clusters are found to differ by mass.",
+]
+
+
 def test_clauses_that_lean_on_their_abstract_are_skipped():
+    from backtest.generators.extract import detex
     from backtest.generators.wording import self_contained_clause
 
     assert [s for s in LEAN_ON_CONTEXT_V2 if self_contained_clause(s)] == []
     assert [s for s in STANDS_ALONE if not self_contained_clause(s)] == []
+    assert [s for s in LEAN_ON_CONTEXT_V4 if self_contained_clause(detex(s))] == []
+    assert [s for s in STANDS_ALONE_V4 if not self_contained_clause(detex(s))] == []
+
+
+# Gap sentences behind review_future_work questions the intelligibility-v4 readers found unintelligible: cut
+# at the wrong place, or asking about what only the abstract defines; and gap sentences that must still
+# become questions.
+GAPS_V4 = {
+    "Since Hydra's dynamical history is unclear, we examine the spatial and velocity distribution of the "
+    "sample.": "Has subsequent work clarified Hydra's dynamical history?",
+    "Some protoclusters exhibit extended Lyα nebulae in their central region, pinpointing the presence of "
+    "massive gas reservoirs, but whose main powering mechanism is still debated.": None,
+    "Mass loss on the red giant branch (RGB) influences stellar evolution, properties of stellar populations, "
+    "and Galactic chemical enrichment, yet remains poorly constrained observationally.": None,
+    "One of the major remaining questions is how the turbulent energy is dissipated, and some recent work on "
+    "this question, in addition to future space missions which will help to answer it, are briefly "
+    "discussed.": None,
+    "Since electric fields in the vicinity of a thunder-cloud do not exceed 250 kV/m the physical process that "
+    "triggers the lightning remains unclear.": None,
+    "The origin of the radio emission of Sgr A* remains unclear.": "What is the origin of the radio emission of "
+    "Sgr A*?",
+}
+GAP_QUESTIONS_LEAN_V4 = [
+    "Has subsequent work clarified a full picture of the underlying physical mechanisms?",
+    "Can future analysis of the larger sample explore how stellar feedback impacts mass loss on local scales?",
+    "Will further studies examine the findings for inter-site wind data?",
+    "Can it be established how the unprecedented enhancements were produced?",
+    "Has subsequent work clarified the total dipole moments and enthalpies of formation for several newly "
+    "included species?",
+    "Has subsequent work clarified a short but self-consistent summary on the topic?",
+]
+
+
+def test_gap_sentences_cut_at_the_wrong_place_are_skipped():
+    from backtest.generators.review_future_work import to_question
+    from backtest.generators.wording import is_self_contained
+
+    assert {s: to_question(s) for s in GAPS_V4} == GAPS_V4
+    assert [q for q in GAP_QUESTIONS_LEAN_V4 if is_self_contained(q)] == []
+    assert is_self_contained("Can it be established how the physical mechanisms enabling LyC escape operate?")
 
 
 @pytest.mark.parametrize(

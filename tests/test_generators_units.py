@@ -83,7 +83,11 @@ def test_sentences_and_latex_cleanup():
         (r"H$\alpha$ and FUV at $5\sigma$", "Hα and FUV at 5σ"),
         (r"$S_8 = 0.78 \pm 0.02$ and $\sigma_8$", "S8 = 0.78 ± 0.02 and σ8"),
         (r"a 5000 \AA{} line, $\log g$ and $\Lambda$CDM", "a 5000 Å line, log g and ΛCDM"),
-        (r"$v = 30$ km s$^{-1}$, $3\times10^{-3}$", "v = 30 km s-1, 3x10-3"),  # units and powers of ten as before
+        (r"$v = 30$ km s$^{-1}$, $3\times10^{-3}$", "v = 30 km s-1, 3x10^-3"),  # units as before
+        # intelligibility-v4's residue: "E > 1018 eV", "only for 23 of", "EW[Hβ]40 A"
+        (r"energies $E > 10^{18}$ eV, $\sim10^{13}$ cm$^{-2}$", "energies E > 10^18 eV, ~10^13 cm-2"),
+        (r"only for $\frac23$ of the total, $\frac{1}{2}$", "only for 2/3 of the total, 1/2"),
+        (r"$\mathrm{EW}[H$\beta$]\lesssim40$ \r{A}", "EW[Hβ]<40 Å"),
     ],
 )
 def test_detex_keeps_symbols_that_carry_meaning(latex, plain):
@@ -105,6 +109,8 @@ def test_detection_of_objects_molecules_instruments_methods_properties():
         q and q[0]["property"] == "temperature" and q[0]["value"] == 1500 and q[0]["err"] == 50 and q[0]["unit"] == "K"
     )
     assert "M1" not in detect("An M1 flare and M5 dwarfs were seen.").objects
+    (q,) = find_quantities(detex(r"a black hole mass of $3.2\times10^{-3} \pm 0.1$ Msun"))  # caret kept
+    assert q["value"] == pytest.approx(3.2e-3) and q["err"] == 0.1 and q["unit"] == "Msun"
 
 
 def test_claims_keep_provenance_and_cues():

@@ -38,6 +38,14 @@ _GREEK = {
 }  # fmt: skip
 _SYMBOLS = {"AA": "Å", "ell": "ℓ", "infty": "∞", "propto": "∝", "circ": "°", "deg": "°", "prime": "′"}
 _NAMED_FUNCTIONS = ("log", "ln", "exp", "sin", "cos", "tan")  # \log M -> "log M", not " M"
+
+
+def _fraction(match: re.Match[str]) -> str:
+    """``\\frac{2}{3}`` or ``\\frac23`` -> "2/3" (not "23")."""
+    top, bottom = (match.group(1), match.group(2)) if match.group(1) is not None else (match.group(3), match.group(4))
+    return f"{top}/{bottom}"
+
+
 _LATEX_SUBS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"\$?_\{?(\d)\}?\$?"), r"\1"),  # H$_2$O, H_{2}O -> H2O
     (re.compile(r"\\(?:pm|mp)"), "±"),
@@ -45,14 +53,21 @@ _LATEX_SUBS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] 
     (re.compile(r"\\(" + "|".join(_GREEK) + r")(?![A-Za-z])"), lambda m: _GREEK[m.group(1)]),
     (re.compile(r"\\(" + "|".join(_SYMBOLS) + r")(?![A-Za-z])"), lambda m: _SYMBOLS[m.group(1)]),
     (re.compile(r"\\(" + "|".join(_NAMED_FUNCTIONS) + r")(?![A-Za-z])"), r"\1 "),
-    (re.compile(r"\\(?:lesssim|lt|leq|le)\b"), "<"),
-    (re.compile(r"\\(?:gtrsim|gt|geq|ge)\b"), ">"),
+    (re.compile(r"\\(?:lesssim|lt|leq|le)(?![A-Za-z])"), "<"),  # "\lesssim40": not "40"
+    (re.compile(r"\\(?:gtrsim|gt|geq|ge)(?![A-Za-z])"), ">"),
+    (re.compile(r"\\r\{A\}"), "Å"),
+    (re.compile(r"\\[dt]?frac\s*\{([^{}]{1,20})\}\s*\{([^{}]{1,20})\}|\\[dt]?frac\s*(\d)(\d)"), _fraction),
+    # a power of ten keeps its caret ("E > 10^18 eV", not "1018 eV")
+    (
+        re.compile(r"(?<![\d.])10\^\{?([-+\u2212]?\d+(?:\.\d+)?)\}?"),
+        lambda m: "10^" + m.group(1).replace("\u2212", "-"),
+    ),
     (re.compile(r"\\(?:times)"), "x"),
     (re.compile(r"\\odot"), "sun"),
     (re.compile(r"\\(?:rm|mathrm|text|textrm|it|bf|mathbf|emph)\b"), ""),
     (re.compile(r"\\[A-Za-z]+"), ""),
-    # a power of a Greek symbol keeps its caret ("~ω^-1", not "~ω-1"); elsewhere "s$^{-1}$" -> "s-1" as before
-    (re.compile(r"[${}\\]|(?<![α-ωΑ-Ω])\^"), ""),
+    # powers of ten and of a Greek symbol keep their caret ("10^-3", "~ω^-1"); elsewhere "s$^{-1}$" -> "s-1"
+    (re.compile(r"[${}\\]|(?<![α-ωΑ-Ω])(?<![^\d.]10)(?<!^10)\^"), ""),
 ]
 _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 
@@ -547,7 +562,13 @@ def find_terms(text: str, kind: str) -> list[str]:
     return scan_terms(text)[kind]
 
 
-_NUMBER = r"[-+]?\d+(?:\.\d+)?(?:\s?[x×]\s?10-?\d+)?"
+def _to_float(text: str) -> float:
+    """A number as :data:`_NUMBER` matches it: "3.2", "3x10^-3" (or the older "3x10-3"), "10^18"."""
+    text = re.sub(r"\s?[x×]\s?10\^?(-?\d+)", r"e\1", text)
+    return float(re.sub(r"^([-+]?)10\^(-?\d+)$", r"\g<1>1e\2", text))
+
+
+_NUMBER = r"[-+]?(?:10\^-?\d+|\d+(?:\.\d+)?(?:\s?[x×]\s?10\^?-?\d+)?)"
 _ERR = r"\d+(?:\.\d+)?"
 _QUANTITY = re.compile(
     r"(?P<value>" + _NUMBER + r")\s?(?:(?:±|\+/-)\s?(?P<err>" + _ERR + r")"
@@ -624,7 +645,7 @@ def find_quantities(text: str) -> list[dict]:
         if not props or not _tied(before, props[-1]):
             continue
         try:
-            value = float(re.sub(r"\s?[x×]\s?10(-?\d+)", r"e\1", match.group("value")))
+            value = _to_float(match.group("value"))
         except ValueError:
             continue
         unit = match.group("unit") or ""
@@ -974,7 +995,7 @@ def claim_clause(sentence: str, max_chars: int = 220) -> str:
 
 # --------------------------------------------------------------------------- whole corpus, cached
 
-EXTRACT_VERSION = "7"
+EXTRACT_VERSION = "8"
 
 
 def analyse_corpus(past, progress: bool = False) -> list[PaperClaims]:

@@ -140,21 +140,31 @@ def _rewrite(sentence: str) -> str | None:
         return f"Will further {_tidy(m.group('who'))} {_tidy(m.group('x'))}?"
     if m := _ALLOW.search(s):
         subj = _tidy(m.group("subj"))
+        if re.search(r"\b(?:which|that|who)$", subj) or re.search(r",\s*(?:is|are|was|were)\b", m.group("x")):
+            return None  # "future space missions which will help to answer it, are briefly discussed"
         return f"Can {subj[0].lower() + subj[1:]} {_tidy(m.group('x'))}?"
     m = re.search(r"^(?P<x>.{15,200}?)\s+" + _UNCLEAR, s, re.I)
     if m:
+        if re.search(r"\byet$", m.group("x").strip(), re.I):
+            return None  # "X influences Y and Z, yet remains poorly constrained": a clause, not what is unclear
         x = _tidy(m.group("x"))
+        opener = re.match(r"^(?:since|because|although|though|whereas|while)\s+", x, re.I)
+        x = x[opener.end() :] if opener else x  # "Since Hydra's dynamical history is unclear, we ..."
         if (
             not x
-            or re.match(r"^(?:it|this|there|their|its|these|those|such|our|the complete)\b", x, re.I)
+            or re.match(
+                r"^(?:it|this|there|their|its|these|those|such|our|the complete|whose|which|who|that)\b", x, re.I
+            )
             or re.search(
-                r"\b(?:is|are|was|were|has|have|had|we|can|will|suggests?|impl(?:y|ies)|indicates?|due to)\b", x
+                r"\b(?:is|are|was|were|has|have|had|do|does|did|we|can|will|suggests?|impl(?:y|ies)|indicates?|"
+                r"due to)\b",
+                x,
             )
         ):
             return None
         return (
             "Has subsequent work clarified "
-            f"{x[0].lower() + x[1:] if not x[:2].isupper() and not x[1:2].isdigit() else x}?"
+            f"{x[0].lower() + x[1:] if not (opener or x[:2].isupper() or x[1:2].isdigit()) else x}?"
         )
     return None
 

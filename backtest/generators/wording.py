@@ -77,7 +77,16 @@ _UNNAMED_DEFINITE = re.compile(
     r"(?! of\b| in\b| from\b| for\b| around\b| with\b| at\b| between\b| across\b| within\b)"
     # a lone singular ("between the star and", "compared to the disk."), not a compound ("the star formation")
     r"|\b(?:the|both) (?:star|galaxy|planet|cluster|disk|disc|halo|host|companion|region|kinds|factor)"
-    r"(?=[,.;?]|$|\s+(?:and|or|is|was|are|were|be|has|had|can|could|may|will|would|to|as|than)\b)",
+    r"(?=[,.;?]|$|\s+(?:and|or|is|was|are|were|be|has|had|can|could|may|will|would|to|as|than)\b)"
+    # a description only the abstract defines (intelligibility-v4): "the apparent excess", "the underlying
+    # physical mechanism", "the recent encounter", "the inner component", "the larger sample", "each station"
+    r"|\b(?:the|each|both) (?:(?:underlying|physical|apparent|recent|unprecedented|larger|smaller|earlier|"
+    r"previous|inner|outer|found|main|key) ){1,2}"
+    r"(?:mechanisms?|excess|deficit|discrepancy|encounter|components?|enhancements?|measurements?|estimates?|"
+    r"samples?|effects?|processes|equations?|systems? of equations|events?)\b"
+    r"(?! of\b| in\b| for\b| behind\b| that\b| responsible\b| between\b| on\b| \w+ing\b)"
+    r"|\b(?:the topic|each station|the stations|the findings)\b(?! of\b)"
+    r"|\bone (?:population|group|class|component)\b(?! of\b)",
     re.I,
 )
 _PRONOUN_OPENING = re.compile(
@@ -85,7 +94,7 @@ _PRONOUN_OPENING = re.compile(
     r"by|using|after|"
     r"during|when|while|whereas|since|because|as|if|to|of|from|than|via|through|across|among|between|"
     r"it|its|they|their|them|he|she|one|both|each|all|most|many|some|several|two|three|four|none|"
-    r"thus|hence|therefore|moreover|furthermore|however|finally|also|then|instead|similarly|likewise|"
+    r"thus|hence|therefore|moreover|furthermore|however|finally|also|then|instead|similarly|likewise|yet|still|"
     r"consequently|accordingly|overall|together|in turn|in particular|notably|interestingly|importantly)\b)",
     re.I,
 )
@@ -110,6 +119,26 @@ _LEANS_ON_CONTEXT = re.compile(
     r"also|now) )?(?:identified|determined|established|revealed|characteri[sz]ed|explained|found|clarified|"
     r"resolved)(?=\s*(?:[,;.]|$|which\b|and\b))"
     r"|\bhas (?:important|significant|profound|major) (?:implications|consequences)\b",
+    re.I,
+)
+# What only the source abstract defines (intelligibility-v4), in a lifted clause or a rewritten gap question:
+# "constrained by similar effects", "not physically consistent either", "several newly included species",
+# "the value of β" (a symbol the abstract introduced)
+_ABSTRACT_DEFINES = re.compile(
+    r"\bsimilar (?:effects?|processes|mechanisms?|behaviou?rs?|trends?|features?)\b(?! (?:to|as|in|of)\b)"
+    r"|\beither\s*(?:[,.;?]|$)"
+    r"|\bnewly (?:included|introduced|added|identified|proposed)\b"
+    r"|\b(?:values?|estimates?|measurements?) (?:of|for) [α-ωΑ-Ω](?![\w-])",
+    re.I,
+)
+# A statement with nothing to reproduce (intelligibility-v4): a method's idea or what it allows, a
+# recommendation, the state of the literature, a measurement reported without its value.
+_NOTHING_TO_REPRODUCE = re.compile(
+    r"\b(?:the|our|a|an) (?:\w+ ){0,2}idea (?:is|was)\b"
+    r"|\ballows? (?:one|us) to\b"
+    r"|\b(?:further|future) (?:[\w-]+ ){0,5}(?:must|should)\b"
+    r"|\b(?:appears?|exists?|disagrees?|differs?|vary|varies|conflicts?) in the literature\b"
+    r"|\b(?:has|have) been (?:\w+ )?(?:determined|derived|measured|estimated|computed|calculated) for\b",
     re.I,
 )
 MIN_CLAUSE_CHARS = 40
@@ -173,7 +202,7 @@ def self_contained_clause(sentence: str, max_chars: int = 220) -> str | None:
         return None
     if UNRESOLVED.search(clause) or _UNNAMED_DEFINITE.search(clause) or _PRONOUN_OPENING.match(clause):
         return None
-    if _LEANS_ON_CONTEXT.search(clause):
+    if any(rx.search(clause) for rx in (_LEANS_ON_CONTEXT, _ABSTRACT_DEFINES, _NOTHING_TO_REPRODUCE)):
         return None
     if _REFERENCE.search(clause) or clause.count("(") != clause.count(")"):
         return None
@@ -217,9 +246,10 @@ def refers_back(clause: str, earlier: str) -> bool:
 
 
 def is_self_contained(question: str) -> bool:
-    """False when ``question`` holds an unresolved anaphor from :data:`UNRESOLVED` or an unnamed
-    definite reference ("the sample")."""
-    return not (UNRESOLVED.search(question) or _UNNAMED_DEFINITE.search(question))
+    """False when ``question`` holds an unresolved anaphor from :data:`UNRESOLVED`, an unnamed definite
+    reference ("the sample", "the underlying mechanism") or other context its source abstract supplies
+    ("similar effects", "newly included species")."""
+    return not (UNRESOLVED.search(question) or _UNNAMED_DEFINITE.search(question) or _ABSTRACT_DEFINES.search(question))
 
 
 def _short_title(title: str, max_chars: int = 110) -> str:
