@@ -55,10 +55,12 @@ def test_direct_llm_end_to_end_against_local_server(astro_ep_ws, llm_server, tmp
     assert metadata["llm_components"][0]["model"] == LLM_MODEL
     assert metadata["llm_components"][0]["training_cutoff"] == "2024-08"
     assert all(len(q["source_evidence_ids"]) == 3 and q["generation_system"] == "direct_llm" for q in questions)
-    # a rerun is served from the answer cache and is byte-identical
+    # a rerun is served from the answer cache and is byte-identical, metadata too (a frozen set is reused only
+    # when both files are): no cache statistics in the generator's notes
     again = tmp_path / "again"
     _run(astro_ep_ws, "direct_llm", again, llm_server, "--n", "5")
-    assert (again / "questions.jsonl").read_bytes() == (tmp_path / "direct" / "questions.jsonl").read_bytes()
+    for name in ("questions.jsonl", "metadata.json"):
+        assert (again / name).read_bytes() == (tmp_path / "direct" / name).read_bytes(), name
 
 
 @pytest.mark.slow
