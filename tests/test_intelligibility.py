@@ -11,7 +11,13 @@ import pytest
 
 from tests.conftest import REPO
 
-STUDIES = {"intelligibility-v1": 242, "intelligibility-v2": 299, "intelligibility-v3": 322, "intelligibility-v4": 322, "intelligibility-v5": 240}
+STUDIES = {
+    "intelligibility-v1": 242,
+    "intelligibility-v2": 299,
+    "intelligibility-v3": 322,
+    "intelligibility-v4": 322,
+    "intelligibility-v5": 240,
+}
 VALUES = {"intelligible": {"yes", "no"}, "real_conflict": {"yes", "no", "na"}}
 REASONS = {None, "unresolved_reference", "garbled", "no_subject", "not_a_question", "other"}
 
