@@ -94,6 +94,19 @@ _TRAILING_CLAUSE = re.compile(r",\s*(?:though|although|but|yet|while|whereas|and
 _LEADING_CLAUSE = re.compile(
     r"^(?:despite|while|although|though|in this context|given|considering|since|as)\b[^,]{0,150},\s*", re.I
 )
+# a verb inside what is said to be unclear: the words before the cue are a clause, not the thing that is unclear
+# ("Radial velocity surveys aim at drawing insights into X, which remain unclear")
+_CLAUSE_VERB = re.compile(
+    r"\b(?:is|are|was|were|has|have|had|do|does|did|we|can|will|lies|lie|aims?|suggests?|impl(?:y|ies)|"
+    r"indicates?|due to)\b"
+)
+# a definite noun only the abstract explains: "whether the origin is a finite N effect", "the accuracy at the
+# level of observables" (described further, "the origin of X", it names its subject)
+_LONE_DEFINITE = re.compile(
+    r"\bthe (?:origin|cause|source|reason|nature|accuracy|period|error|discrepancy|difference)\b"
+    r"(?! of\b| in\b| for\b| between\b| behind\b| on\b| and\b| or\b)",
+    re.I,
+)
 _PRONOUN_END = re.compile(r"\b(?:it|this|that|they|these|those|them|its)$", re.I)
 
 
@@ -133,8 +146,12 @@ def _rewrite(sentence: str) -> str | None:
     if m := _WHETHER_ANY.search(s):
         return f"Does new evidence settle whether {_tidy(m.group('x'))}?"
     if m := _ORIGIN.search(s):
+        if _CLAUSE_VERB.search(_tidy(m.group("x"))):
+            return None  # "A major source of modeling uncertainty lies in X, which remain poorly understood"
         return f"What is the {m.group('what').lower()} of {_tidy(m.group('x'))}?"
     if m := _HOW.search(s):
+        if re.search(r"\bit\b", m.group("x")):
+            return None  # "what happens when it comes to tsunamis is not clear"
         return f"Can it be established {m.group('wh').lower()} {_tidy(m.group('x'))}?"
     if m := _NEEDED.search(s):
         return f"Will further {_tidy(m.group('who'))} {_tidy(m.group('x'))}?"
@@ -155,16 +172,12 @@ def _rewrite(sentence: str) -> str | None:
             or re.match(
                 r"^(?:it|this|there|their|its|these|those|such|our|the complete|whose|which|who|that)\b", x, re.I
             )
-            or re.search(
-                r"\b(?:is|are|was|were|has|have|had|do|does|did|we|can|will|suggests?|impl(?:y|ies)|indicates?|"
-                r"due to)\b",
-                x,
-            )
+            or _CLAUSE_VERB.search(x)
         ):
             return None
         return (
             "Has subsequent work clarified "
-            f"{x[0].lower() + x[1:] if not (opener or x[:2].isupper() or x[1:2].isdigit()) else x}?"
+            f"{x[0].lower() + x[1:] if not (opener or re.match(r'[A-Z]{2}', x) or x[1:2].isdigit()) else x}?"
         )
     return None
 
@@ -207,6 +220,7 @@ class ReviewFutureWork:
                     or len(question) > 300
                     or len(question.split()) < 8
                     or not is_self_contained(question)
+                    or _LONE_DEFINITE.search(question)
                     or _UNGRAMMATICAL.search(question)
                 ):
                     continue  # "these detections", "our sample", "we": it leans on its abstract
