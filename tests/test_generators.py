@@ -124,9 +124,9 @@ def test_astro_2025_generators_freeze_cleanly(name, astro_ws, tmp_path_factory):
         notes = load(folder)[1]["generator_notes"]
         assert notes["requested"] == 125 and notes["emitted"] == len(questions) <= notes["tensions_found"]
         assert notes["shortfall"] == 125 - len(questions)
-    elif name == "review_future_work":  # 92 cue sentences of astro-2025 rewrite into self-contained questions
-        notes = load(folder)[1]["generator_notes"]  # (102 before intelligibility-v4's checks)
-        assert 90 <= len(questions) == notes["emitted"] <= notes["candidates"] and notes["requested"] == 125
+    elif name == "review_future_work":  # 87 cue sentences of astro-2025 rewrite into self-contained questions
+        notes = load(folder)[1]["generator_notes"]  # (102 before intelligibility-v4's and -v5's checks)
+        assert 85 <= len(questions) == notes["emitted"] <= notes["candidates"] and notes["requested"] == 125
     else:
         assert len(questions) == 125
 
@@ -134,8 +134,8 @@ def test_astro_2025_generators_freeze_cleanly(name, astro_ws, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [b for b in BASELINES if b != "evidence_graph"])
 def test_space_2016_generators_freeze_cleanly(name, space_ws, tmp_path_factory):
-    # review_future_work: 45 self-contained gap questions (53 before intelligibility-v4's checks dropped 8 that
-    # readers could not understand)
+    # review_future_work: 44 self-contained gap questions (53 before intelligibility-v4's and -v5's checks dropped
+    # 9 that readers could not understand)
     minimum = 40 if name == "review_future_work" else 50
     questions = assert_freezes_cleanly(
         cached_run(space_ws, "space-2016", name, tmp_path_factory), "space-2016", space_ws, minimum=minimum

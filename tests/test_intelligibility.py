@@ -17,6 +17,7 @@ STUDIES = {
     "intelligibility-v3": 322,
     "intelligibility-v4": 322,
     "intelligibility-v5": 240,
+    "intelligibility-v6": 80,
 }
 VALUES = {"intelligible": {"yes", "no"}, "real_conflict": {"yes", "no", "na"}}
 REASONS = {None, "unresolved_reference", "garbled", "no_subject", "not_a_question", "other"}
