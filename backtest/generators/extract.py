@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from backtest.core.records import CorpusRecord
+from backtest.core.seal import sha256_json
 from backtest.text.objects import find_objects
 
 # --------------------------------------------------------------------------- text clean-up
@@ -75,12 +76,8 @@ _SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
 def detex_fingerprint() -> str:
     """sha256 of :func:`detex`'s rules and tables: caches of text cleaned by it (the contamination probe's term
     index) key on it, so a change to the clean-up rebuilds them."""
-    import hashlib
-    import json
-
     rules = [[p.pattern, r if isinstance(r, str) else "table"] for p, r in _LATEX_SUBS]
-    blob = json.dumps([rules, _GREEK, _SYMBOLS, _NAMED_FUNCTIONS], ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return sha256_json([rules, _GREEK, _SYMBOLS, list(_NAMED_FUNCTIONS)])
 
 
 def detex(text: str) -> str:

@@ -146,9 +146,10 @@ def _rewrite(sentence: str) -> str | None:
     if m := _WHETHER_ANY.search(s):
         return f"Does new evidence settle whether {_tidy(m.group('x'))}?"
     if m := _ORIGIN.search(s):
-        if _CLAUSE_VERB.search(_tidy(m.group("x"))):
+        x = _tidy(m.group("x"))
+        if _CLAUSE_VERB.search(x):
             return None  # "A major source of modeling uncertainty lies in X, which remain poorly understood"
-        return f"What is the {m.group('what').lower()} of {_tidy(m.group('x'))}?"
+        return f"What is the {m.group('what').lower()} of {x}?"
     if m := _HOW.search(s):
         if re.search(r"\bit\b", m.group("x")):
             return None  # "what happens when it comes to tsunamis is not clear"

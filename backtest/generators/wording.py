@@ -200,9 +200,9 @@ def self_contained_clause(sentence: str, max_chars: int = 220) -> str | None:
         return None
     if len(clause) < MIN_CLAUSE_CHARS or not is_declarative(clause):
         return None
-    if UNRESOLVED.search(clause) or _UNNAMED_DEFINITE.search(clause) or _PRONOUN_OPENING.match(clause):
+    if not is_self_contained(clause) or _PRONOUN_OPENING.match(clause):
         return None
-    if any(rx.search(clause) for rx in (_LEANS_ON_CONTEXT, _ABSTRACT_DEFINES, _NOTHING_TO_REPRODUCE)):
+    if _LEANS_ON_CONTEXT.search(clause) or _NOTHING_TO_REPRODUCE.search(clause):
         return None
     if _REFERENCE.search(clause) or clause.count("(") != clause.count(")"):
         return None
