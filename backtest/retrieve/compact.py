@@ -5,6 +5,11 @@ rank, score and date and ``shown_sha256``: the sha256 of the title and abstract 
 (:func:`~backtest.retrieve.pipeline.shown_text`). :func:`rematerialise` cuts the same text again from the
 sealed future corpus and checks it against that hash, so a reader (the leaderboard site) sees what the
 judge saw without the repository holding every abstract.
+
+:func:`read_retrievals` is what everything else that reads a run's retrieval text calls (a rescoring that
+reuses a sibling run's retrieval, ``control``, ``report``, ``annotate export``): the same re-cut, but strict:
+a document whose text cannot be recovered, or does not match its hash, stops the read with one line naming
+it, so no judge or reader is ever handed a compact document as if it had no text.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backtest.core.errors import BadInput
+from backtest.core.errors import BadInput, CheckFailed
+from backtest.core.fileio import iter_jsonl
+from backtest.core.records import Retrieval, parse_record
 from backtest.core.workspace import Workspace
 
 DOC_KEYS = ("id", "rank", "score", "published")
@@ -44,15 +51,23 @@ def rematerialise(run_dir: Path, instance_id: str, rows: list[dict[str, Any]]) -
     abstract cut again from the instance's sealed future corpus (the run's workspace) and checked against
     ``shown_sha256``; a document whose text is not there or does not match keeps no text and a
     ``text_missing`` saying why."""
+    if not any(is_compact_retrieval(r) for r in rows):
+        return rows
+    try:
+        ws = Workspace.of_run(run_dir)
+    except BadInput as exc:
+        why = f"the future corpus is not available here ({exc})"
+        return [{**r, "documents": [{**d, "text_missing": why} for d in r["documents"]]} for r in rows]
+    return _rematerialise_in(ws, instance_id, rows)
+
+
+def _rematerialise_in(ws: Workspace, instance_id: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from backtest.corpus.future import open_future_corpus
     from backtest.corpus.instance import load_instance
     from backtest.retrieve.pipeline import shown_text
     from backtest.retrieve.protocol import load_future_docs
 
-    if not any(is_compact_retrieval(r) for r in rows):
-        return rows
     try:
-        ws = Workspace.of_run(run_dir)
         docs = load_future_docs(open_future_corpus(load_instance(instance_id, ws), ws), ws)
     except BadInput as exc:
         why = f"the future corpus is not available here ({exc})"
@@ -76,3 +91,23 @@ def rematerialise(run_dir: Path, instance_id: str, rows: list[dict[str, Any]]) -
                     documents.append({**d, "text_missing": "the corpus text does not match what the judge was shown"})
         out.append({**r, "documents": documents})
     return out
+
+
+def read_retrievals(path: Path, instance_id: str, ws: Workspace | None = None) -> list[Retrieval]:
+    """The retrievals of ``path`` (a run's ``retrieval.jsonl``, of ``instance_id``) with their text: a compact
+    file has every document's shown text cut again from the sealed future corpus and checked against its
+    ``shown_sha256``. CheckFailed, one line, when any document's text cannot be recovered or does not match."""
+    path = Path(path)
+    rows = [row for _, row in iter_jsonl(path)]
+    for n, row in enumerate(rows, start=1):
+        parse_record(Retrieval, row, f"{path}:{n}")
+    if any(is_compact_retrieval(r) for r in rows):
+        rows = _rematerialise_in(ws or Workspace.of_run(path.parent), instance_id, rows)
+        for row in rows:
+            for d in row["documents"]:
+                if "text_missing" in d:
+                    raise CheckFailed(
+                        f"{path}: question {row['question_id']}, document {d['id']}: the text the judge was shown "
+                        f"cannot be recovered ({d['text_missing']}); refusing to read this run as if it had none"
+                    )
+    return [parse_record(Retrieval, row, f"{path}:{n}") for n, row in enumerate(rows, start=1)]

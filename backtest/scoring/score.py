@@ -58,6 +58,7 @@ from backtest.core.records import (
 )
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.core.workspace import Workspace
+from backtest.retrieve.compact import read_retrievals
 from backtest.scoring.cost import Ledger, judge_price, run_cost
 from backtest.scoring.outputs import Metrics, Run
 
@@ -385,7 +386,8 @@ def sibling_retrieval(run_dir: Path, settings: dict[str, Any]) -> Path | None:
 
 
 def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list[Judgment], Metrics]:
-    """RUN.json, retrievals, judgments and metrics of a finished run (for ``backtest report``)."""
+    """RUN.json, retrievals (with their text, re-cut from the sealed corpus for a compact run), judgments and
+    metrics of a finished run."""
     run_dir = Path(run_dir)
     if not (run_dir / "RUN.json").is_file():
         raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
@@ -393,16 +395,21 @@ def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list
     for name in ("retrieval.jsonl", "judgments.jsonl", "metrics.json"):
         if not (run_dir / name).is_file():
             raise BadInput(f"{run_dir}: {name} is missing (is the run complete? rerun `backtest score`)")
-    retrievals = [
-        parse_record(Retrieval, o, f"{run_dir / 'retrieval.jsonl'}:{n}")
-        for n, o in iter_jsonl(run_dir / "retrieval.jsonl")
-    ]
+    retrievals = read_retrievals(run_dir / "retrieval.jsonl", str(run.get("instance_id")))
     judgments = [
         parse_record(Judgment, o, f"{run_dir / 'judgments.jsonl'}:{n}")
         for n, o in iter_jsonl(run_dir / "judgments.jsonl")
     ]
     metrics_path = run_dir / "metrics.json"
     return run, retrievals, judgments, parse_record(Metrics, read_json(metrics_path), str(metrics_path))
+
+
+def _without_hashes(retrieval: Retrieval) -> Retrieval:
+    """A retrieval restored from a compact file, as retrieval wrote it (no ``shown_sha256`` on its documents)."""
+    row = retrieval.model_dump(mode="json")
+    for d in row["documents"]:
+        d.pop("shown_sha256", None)
+    return Retrieval.model_validate(row)
 
 
 @dataclass
@@ -430,13 +437,17 @@ class Prepared:
         path = self.run_dir / "retrieval.jsonl"
         source = path if path.is_file() else sibling_retrieval(self.run_dir, self.settings)
         if source is not None:
-            retrievals = [parse_record(Retrieval, o, f"{source}:{n}") for n, o in iter_jsonl(source)]
+            # a committed (compact) sibling holds hashes, not text: the text is cut again and checked, or refused
+            retrievals = read_retrievals(source, self.instance.instance_id, ws)
             if [r.question_id for r in retrievals] != [q.question_id for q in self.questions]:
                 raise CheckFailed(
                     f"{source}: question ids do not match the frozen set; remove the run folder to redo it"
                 )
             if write and source != path:
-                atomic_write_bytes(path, source.read_bytes())
+                if b'"shown_sha256"' in source.read_bytes():
+                    write_retrievals(path, [_without_hashes(r) for r in retrievals])
+                else:
+                    atomic_write_bytes(path, source.read_bytes())
             return retrievals
         retrievals = retrieve_questions(self.questions, self.instance, ws, progress=progress)
         if write:

@@ -248,7 +248,7 @@ def control_mismatch(
     ``judge`` may pass a ready Judge object instead of ``judge_spec``.
     """
     run_dir = Path(run_dir)
-    run = load_run(run_dir, ws)
+    run = load_run(run_dir, ws, with_text=True)
     questions, retrievals, originals = _paired(run)
     judge, spec = _judge_for(run, ws, judge_spec, judge)
     perm = derangement(len(questions), seed)
@@ -327,7 +327,7 @@ def _relabel(
 def control_rerun(run_dir: str | Path, ws: Workspace, judge_spec: str | None = None, judge=None) -> dict[str, Any]:
     """The run's judge again on the same documents, response cache off; agreement with the first run."""
     run_dir = Path(run_dir)
-    run = load_run(run_dir, ws)
+    run = load_run(run_dir, ws, with_text=True)
     explicit = judge_spec or (judge.name if judge is not None else None)
     judge, spec = _judge_for(run, ws, judge_spec, judge)
     _require_same(judge, run, spec, explicit)
@@ -345,7 +345,7 @@ def control_prompt(
     from backtest.judge.protocol import load_config
 
     run_dir = Path(run_dir)
-    run = load_run(run_dir, ws)
+    run = load_run(run_dir, ws, with_text=True)
     base, spec = _judge_for(run, ws, judge_spec, None)
     if not isinstance(base, LLMJudge):
         raise BadInput(f"the prompt control needs an llm judge (judges/NAME.toml); this run's judge is {base.name!r}")

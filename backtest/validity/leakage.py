@@ -297,9 +297,14 @@ def _read_records(path: Path, model) -> list:
     return [parse_record(model, obj, f"{path}:{n}") for n, obj in iter_jsonl(path)]
 
 
-def load_run(run_dir: Path, ws: Workspace) -> RunData:
-    """Load a run folder (``RUN.json``, ``retrieval.jsonl``, ``judgments.jsonl``) and its frozen questions."""
+def load_run(run_dir: Path, ws: Workspace, with_text: bool = False) -> RunData:
+    """Load a run folder (``RUN.json``, ``retrieval.jsonl``, ``judgments.jsonl``) and its frozen questions.
+
+    The checks read ids and dates only; ``with_text`` (what a control that judges again needs) re-cuts a
+    compact run's document text from the sealed corpus, or refuses (:func:`~backtest.retrieve.compact.read_retrievals`).
+    """
     from backtest.corpus.instance import load_instance
+    from backtest.retrieve.compact import read_retrievals
 
     run_dir = Path(run_dir)
     meta_path = run_dir / "RUN.json"
@@ -316,7 +321,11 @@ def load_run(run_dir: Path, ws: Workspace) -> RunData:
     return RunData(
         instance=instance,
         questions=questions,
-        retrievals=_read_records(run_dir / "retrieval.jsonl", Retrieval),
+        retrievals=(
+            read_retrievals(run_dir / "retrieval.jsonl", meta["instance_id"], ws)
+            if with_text and (run_dir / "retrieval.jsonl").is_file()
+            else _read_records(run_dir / "retrieval.jsonl", Retrieval)
+        ),
         judgments=_read_records(run_dir / "judgments.jsonl", Judgment),
         frozen_path=frozen_path,
         ws=ws,
