@@ -249,4 +249,7 @@ def test_decode_is_typed_merged_and_an_unknown_version_refused(scored, cli, tmp_
 )
 def test_the_committed_decode_files_load(folder):
     decode = Decode.model_validate(read_json(REPO / "judges" / "validation" / folder / "decode.json"))
-    assert decode.n == len(decode.items) and decode.merged_from
+    assert decode.n == len(decode.items) and (decode.merged_from or decode.design)
+    if decode.design is not None:  # a sample for estimates: every item is one of its runs' drawn questions
+        drawn = {(run, q) for run, sample in decode.design.runs.items() for q in sample.sampled}
+        assert {(src.run, src.question_id) for src in decode.items.values()} == drawn

@@ -14,6 +14,13 @@ and the frozen questions) and returns one JSON-ready comparison:
 * ``warnings``: runs from different instances or judges (rates are rater-relative),
   and every invalid run admitted with ``allow_invalid``.
 
+**Grounded in careful reading.** With ``labels`` (annotate export folders holding readers' labels of a simple
+random sample of each run: :mod:`backtest.analysis.estimate`), every row also carries its label-grounded
+rates (PPI++ per run) for coverage, answered and premise refuted, the leaderboard ranks by the grounded
+coverage (runs no label set sampled come after, marked "not read"), and ``grounded_tests`` holds the
+differences between the read runs with Holm-corrected p-values. Without labels the leaderboard is the judge's
+alone and says so. Every row carries the judge's outcome counts and the flags of a collapsed judge.
+
 A run whose ``RUN.json`` (or ``metrics.json``) says ``valid: false`` is refused unless
 ``allow_invalid=True``; then it is marked invalid in every output.
 ``render_markdown``, ``render_html`` (with a forest plot as an embedded base64 PNG)
@@ -70,10 +77,17 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
     return {"path": str(folder), "run": run, "metrics": metrics}
 
 
-def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=None) -> dict[str, Any]:
+GROUNDED = (("coverage", "coverage"), ("answered", "answered"), ("premise_refuted", "premise refuted"))
+
+
+def compare_runs(
+    run_dirs: list[str | Path], allow_invalid: bool = False, ws=None, labels: list[str | Path] | tuple = ()
+) -> dict[str, Any]:
     """Compare the runs in ``run_dirs`` (module docstring); refuses invalid runs unless allowed.
 
-    Each row carries its judge's validity-card line (from ``ws``, else the runs' own workspace)."""
+    Each row carries its judge's validity-card line (from ``ws``, else the runs' own workspace) and, with
+    ``labels``, its label-grounded rates."""
+    from backtest.analysis.estimate import collapse_flags, estimate_run, load_label_set
     from backtest.judge.cards import run_validity
 
     if not run_dirs:
@@ -86,10 +100,12 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
             f"refusing invalid run(s) (a leakage check failed): {names}; pass --allow-invalid to compare anyway",
             [f"{r['path']}: RUN.json valid=false" for r in invalid],
         )
-    labels = _labels(runs)
+    label_sets = [load_label_set(p) for p in labels]
     rows = []
-    for label, r in zip(labels, runs):
+    for label, r in zip(_labels(runs), runs):
         m = r["metrics"]
+        run_ws = ws or Workspace.of_run(r["path"])
+        estimate = estimate_run(r["path"], label_sets, run_ws) if label_sets else None
         row = {
             "label": label,
             "system": r["run"].get("system"),
@@ -98,7 +114,12 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
             "path": r["path"],
             "valid": not (r["run"].get("valid") is False or m.get("valid") is False),
             "judge": r["run"].get("judge"),
-            "judge_validity": run_validity(ws or Workspace.of_run(r["path"]), r["run"].get("judge") or {})["line"],
+            "judge_validity": run_validity(run_ws, r["run"].get("judge") or {})["line"],
+            "grounded": None if estimate is None else estimate.model_dump(mode="json", by_alias=True),
+            "judge_outcomes": {o: m["outcomes"][o]["k"] for o in OUTCOMES},
+            "judge_flags": estimate.flags
+            if estimate is not None
+            else collapse_flags({o: m["outcomes"][o]["k"] for o in OUTCOMES}),
             "n_questions": m["n_questions"],
             "cost": r["run"].get("cost"),
         }
@@ -113,15 +134,8 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
         row["contamination_rate"] = contamination_rate(r["path"], r["run"])
         rows.append(row)
     tests = _pairwise_tests(rows)
-    board = sorted(
-        rows,
-        key=lambda r: (
-            -(r["coverage"]["rate"] or 0),
-            -(r["answered_rate"]["rate"] or 0),
-            -(r["premise_refutation_rate"]["rate"] or 0),
-            r["label"],
-        ),
-    )
+    grounded = bool(label_sets)
+    board = sorted(rows, key=_grounded_order if grounded else _judge_order)
     warnings = []
     for key, what in (("instance_id", "instances"), ("judge", "judges")):
         seen = {json.dumps(r[key], sort_keys=True) for r in rows}
@@ -130,6 +144,9 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
     for r in rows:
         if not r["valid"]:
             warnings.append(f"INVALID run included by --allow-invalid: {r['label']} ({r['path']})")
+        warnings += [f"{r['label']}: {flag}" for flag in r["judge_flags"]]
+        if grounded and r["grounded"] is None:
+            warnings.append(f"{r['label']}: not read (no --labels folder sampled this run): ranked after the read runs")
     return {
         "schema_version": "1",
         "allow_invalid": allow_invalid,
@@ -146,11 +163,27 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
                 "premise_refutation_rate": r["premise_refutation_rate"]["rate"],
                 "n": r["n_questions"],
                 **_spend(r["cost"]),
+                **_grounded_cells(r),
             }
             for i, r in enumerate(board)
         ],
         "warnings": warnings,
+        "grounded": grounded,
+        "grounded_tests": _grounded_tests(rows) if grounded else None,
         "notes": [
+            *(
+                [
+                    "ranked by coverage grounded in careful reading: PPI++ per run (the judge's labels on every "
+                    "question, readers' on a simple random sample), 95% interval exact-binomial at the effective n "
+                    "(backtest.core.ppi); judge-only rates stand beside it, labelled as such",
+                    "grounded tests: z-test of the difference per pair, Holm within each rate's family of pairs",
+                ]
+                if grounded
+                else [
+                    "ranked by the judge's labels alone: not grounded in careful reading "
+                    "(give --labels DIR: an annotate export with readers' labels of each run)"
+                ]
+            ),
             "intervals: exact 95% Clopper-Pearson",
             "tests: two-sided Fisher exact on k/n per pair",
             "corrections: Holm and Bonferroni within each metric's family of pairs",
@@ -159,6 +192,49 @@ def compare_runs(run_dirs: list[str | Path], allow_invalid: bool = False, ws=Non
             "(backtest.validity.contamination; RUN.json, else probed now; '–' where it cannot run)",
         ],
     }
+
+
+def _judge_order(r: dict[str, Any]) -> tuple:
+    return (
+        -(r["coverage"]["rate"] or 0),
+        -(r["answered_rate"]["rate"] or 0),
+        -(r["premise_refutation_rate"]["rate"] or 0),
+        r["label"],
+    )
+
+
+def _grounded_order(r: dict[str, Any]) -> tuple:
+    g = r["grounded"]
+    if g is None:
+        return (1, *_judge_order(r))
+    return (0, *(-g["rates"][key]["estimate"] for key, _ in GROUNDED), r["label"])
+
+
+def _grounded_cells(r: dict[str, Any]) -> dict[str, Any]:
+    """A leaderboard row's grounded columns (None where the run was not read)."""
+    g = r["grounded"]
+    if g is None:
+        return {}
+    cov = g["rates"]["coverage"]
+    return {
+        "grounded_coverage": cov["estimate"],
+        "grounded_coverage_ci95": list(cov["ci95"]),
+        "n_labelled": cov["n_labelled"],
+        "effective_n": cov["effective_n"],
+        "kappa": cov["kappa"],
+        "grounded_answered": g["rates"]["answered"]["estimate"],
+        "grounded_premise_refuted": g["rates"]["premise_refuted"]["estimate"],
+    }
+
+
+def _grounded_tests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Differences of the grounded rates between every pair of read runs, Holm within each rate."""
+    from backtest.analysis.estimate import RunEstimate, differences
+
+    read = [r for r in rows if r["grounded"] is not None]
+    label = {r["grounded"]["run"]: r["label"] for r in read}
+    diffs = differences([RunEstimate.model_validate(r["grounded"]) for r in read], [k for k, _ in GROUNDED])
+    return [{**d.model_dump(mode="json"), "a": label[d.a], "b": label[d.b]} for d in diffs]
 
 
 def contamination_rate(run_dir: str | Path, run: dict[str, Any]) -> dict[str, Any] | None:
@@ -305,21 +381,33 @@ def render_markdown(comparison: dict[str, Any]) -> str:
         out.append(f"- warning: {w}")
     if comparison["warnings"]:
         out.append("")
-    out += [
-        "## Leaderboard",
-        "",
-        "| rank | system | n | coverage | answered | premise refuted | contamination | judge tokens (cost) | valid |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
     rows = {r["label"]: r for r in comparison["systems"]}
+    headers, cells = leaderboard_columns(comparison)
+    out += ["## Leaderboard", "", "| " + " | ".join(headers) + " |", "|---" * len(headers) + "|"]
     for entry in comparison["leaderboard"]:
         r = rows[entry["label"]]
-        out.append(
-            f"| {entry['rank']} | {entry['label']} | {r['n_questions']} | {_pct(r['coverage'])} | "
-            f"{_pct(r['answered_rate'])} | "
-            f"{_pct(r['premise_refutation_rate'])} | {_pct(r.get('contamination_rate'))} | {_spend_cell(entry)} | "
-            f"{'yes' if r['valid'] else '**INVALID**'} |"
-        )
+        out.append("| " + " | ".join(md_escape(c) for c, _ in cells(entry, r)) + " |")
+    if not comparison.get("grounded"):
+        out += ["", "> Ranked by the judge's labels alone: not grounded in careful reading (`--labels DIR`)."]
+    if comparison.get("grounded_tests"):
+        out += [
+            "",
+            "## Grounded differences (a - b; z-test, Holm within each rate)",
+            "",
+            "| rate | A | B | difference [95%] | p | Holm |",
+            "|---|---|---|---|---|---|",
+        ]
+        for t in comparison["grounded_tests"]:
+            lo, hi = t["ci95"]
+            out.append(
+                f"| {t['rate']} | {md_escape(t['a'])} | {md_escape(t['b'])} | {100 * t['difference']:+.1f} points "
+                f"[{100 * lo:+.1f}, {100 * hi:+.1f}] | {_p(t['p_value'])} | {_p(t['p_holm'])} |"
+            )
+    out += ["", "## The judge's labels per run (a judge on one label, or missing a label readers use, is flagged)", ""]
+    out += ["| system | " + " | ".join(OUTCOMES) + " | flags |", "|---" * (len(OUTCOMES) + 2) + "|"]
+    for r in comparison["systems"]:
+        counts = " | ".join(str(r["judge_outcomes"][o]) for o in OUTCOMES)
+        out.append(f"| {md_escape(r['label'])} | {counts} | {md_escape('; '.join(r['judge_flags']) or '–')} |")
     out += ["", "## Judge validity (agreement with careful reading; rates are only as good as this)", ""]
     for line in dict.fromkeys(
         f"{(r['judge'] or {}).get('name')}: {r['judge_validity']}" for r in comparison["systems"]
@@ -354,6 +442,73 @@ def render_markdown(comparison: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def md_escape(text: str) -> str:
+    """A string for a Markdown table cell: HTML-escaped (a question or a judge's name is the submitter's text)
+    and with ``|`` escaped."""
+    return html.escape(str(text)).replace("|", "\\|")
+
+
+def _grounded_pct(rate: dict[str, Any] | None) -> str:
+    if not rate:
+        return "not read"
+    lo, hi = rate["ci95"]
+    return f"{100 * rate['estimate']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def leaderboard_columns(comparison: dict[str, Any]):
+    """The leaderboard's headers and a function (entry, row) -> [(text, sort value)]: grounded columns first
+    when the comparison has labels, the judge-only rates beside them labelled as such."""
+    judge_only = [
+        ("coverage, judge only", lambda e, r: (_pct(r["coverage"]), r["coverage"].get("rate"))),
+        ("answered, judge only", lambda e, r: (_pct(r["answered_rate"]), r["answered_rate"].get("rate"))),
+        (
+            "premise refuted, judge only",
+            lambda e, r: (_pct(r["premise_refutation_rate"]), r["premise_refutation_rate"].get("rate")),
+        ),
+    ]
+    tail = [
+        (
+            "contamination",
+            lambda e, r: (_pct(r.get("contamination_rate")), (r.get("contamination_rate") or {}).get("rate")),
+        ),
+        ("judge tokens (cost)", lambda e, r: (_spend_cell(e), e.get("judge_tokens"))),
+        ("valid", lambda e, r: ("yes" if r["valid"] else "INVALID", None)),
+    ]
+    head = [
+        ("rank", lambda e, r: (str(e["rank"]), e["rank"])),
+        ("system", lambda e, r: (e["label"], None)),
+        ("N", lambda e, r: (str(r["n_questions"]), r["n_questions"])),
+    ]
+    if comparison.get("grounded"):
+
+        def g(key: str):
+            return lambda e, r: (
+                _grounded_pct((r["grounded"] or {}).get("rates", {}).get(key)),
+                ((r["grounded"] or {}).get("rates", {}).get(key) or {}).get("estimate"),
+            )
+
+        def num(key: str, fmt: str):
+            def cell(e, r):
+                value = ((r["grounded"] or {}).get("rates", {}).get("coverage") or {}).get(key)
+                return ("–" if value is None else format(value, fmt), value)
+
+            return cell
+
+        grounded = [
+            ("n read", num("n_labelled", "d")),
+            ("coverage, grounded [95%]", g("coverage")),
+            ("effective n", num("effective_n", ".1f")),
+            ("κ judge vs readers", num("kappa", ".2f")),
+            *judge_only[:1],
+            ("answered, grounded", g("answered")),
+            ("premise refuted, grounded", g("premise_refuted")),
+        ]
+        columns = head + grounded + judge_only[1:] + tail
+    else:
+        columns = head + judge_only + tail
+    return [c for c, _ in columns], lambda e, r: [f(e, r) for _, f in columns]
+
+
 def forest_plot_png(comparison: dict[str, Any]) -> bytes:
     """A forest plot (rate and 95% interval per system, one panel per tested metric) as PNG bytes."""
     from backtest.core.plots import figure_png, pyplot
@@ -363,16 +518,17 @@ def forest_plot_png(comparison: dict[str, Any]) -> bytes:
     systems = comparison["systems"]
     fig, axes = plt.subplots(1, len(TESTED), figsize=(4 * len(TESTED), 0.5 * len(systems) + 1.5), sharey=True)
     ys = list(range(len(systems)))[::-1]
-    for ax, (key, name) in zip(axes, TESTED):
+    grounded = bool(comparison.get("grounded"))
+    for ax, (key, name), (gkey, _) in zip(axes, TESTED, GROUNDED):
         for y, r in zip(ys, systems):
-            p = r[key]
-            if p.get("rate") is None:
+            g = (r.get("grounded") or {}).get("rates", {}).get(gkey) if grounded else None
+            rate, (lo, hi) = (g["estimate"], g["ci95"]) if g else (r[key].get("rate"), r[key]["ci95"])
+            if rate is None or (grounded and g is None):
                 continue
-            lo, hi = p["ci95"]
             color = "tab:red" if not r["valid"] else "tab:blue"
             ax.plot([lo, hi], [y, y], color=color, lw=2)
-            ax.plot([p["rate"]], [y], "o", color=color)
-        ax.set_title(name)
+            ax.plot([rate], [y], "o", color=color)
+        ax.set_title(f"{name}, {'grounded' if grounded else 'judge only'}")
         ax.set_xlim(-0.02, 1.02)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(ys)
@@ -401,34 +557,48 @@ def html_sections(comparison: dict[str, Any], links: dict[str, str] | None = Non
     def name(label: str) -> str:
         return f"<a href='{esc(links[label])}'>{esc(label)}</a>" if label in links else esc(label)
 
+    headers, cells = leaderboard_columns(comparison)
     board = []
     for e in comparison["leaderboard"]:
         r = rows[e["label"]]
-        board.append(
-            [
-                str(e["rank"]),
-                name(e["label"]),
-                str(r["n_questions"]),
-                *(
-                    rate_cell(_pct(r[k]), (r[k] or {}).get("rate"))
-                    for k in ("coverage", "answered_rate", "premise_refutation_rate", "contamination_rate")
-                ),
-                esc(_spend_cell(e)),
-                "yes" if r["valid"] else "<td class='invalid'>INVALID</td>",
-            ]
-        )
-    headers = [
-        "rank",
-        "system",
-        "n",
-        "coverage",
-        "answered",
-        "premise refuted",
-        "contamination",
-        "judge tokens (cost)",
-        "valid",
-    ]
+        row = []
+        for header, (text, value) in zip(headers, cells(e, r)):
+            if header == "system":
+                row.append(name(text))
+            elif header == "valid":
+                row.append("yes" if r["valid"] else "<td class='invalid'>INVALID</td>")
+            else:
+                row.append(rate_cell(text, value if isinstance(value, (int, float)) else None))
+        board.append(row)
     parts += ["<h2>Leaderboard</h2>", table(headers, board, table_id="leaderboard")]
+    if not comparison.get("grounded"):
+        parts.append("<p class='banner'>Ranked by the judge's labels alone: not grounded in careful reading.</p>")
+    if comparison.get("grounded_tests"):
+        diffs = [
+            [
+                esc(t["rate"]),
+                esc(t["a"]),
+                esc(t["b"]),
+                rate_cell(
+                    f"{100 * t['difference']:+.1f} points [{100 * t['ci95'][0]:+.1f}, {100 * t['ci95'][1]:+.1f}]",
+                    t["difference"],
+                ),
+                *(f"<td data-sort='{t[k]}'>{_p(t[k])}</td>" for k in ("p_value", "p_holm")),
+            ]
+            for t in comparison["grounded_tests"]
+        ]
+        parts += [
+            "<h2>Grounded differences (a - b; z-test, Holm within each rate)</h2>",
+            table(["rate", "A", "B", "difference [95%]", "p", "Holm"], diffs, table_id="grounded-tests"),
+        ]
+    judge_rows = [
+        [esc(r["label"]), *(str(r["judge_outcomes"][o]) for o in OUTCOMES), esc("; ".join(r["judge_flags"]) or "–")]
+        for r in comparison["systems"]
+    ]
+    parts += [
+        "<h2>The judge's labels per run</h2>",
+        table(["system", *OUTCOMES, "flags"], judge_rows, table_id="judge-labels"),
+    ]
     parts.append("<h2>Judge validity</h2><ul id='judge-validity'>")
     parts += [
         f"<li>{esc(line)}</li>"
@@ -438,7 +608,9 @@ def html_sections(comparison: dict[str, Any], links: dict[str, str] | None = Non
     ]
     parts.append("</ul><h2>Forest plot</h2>")
     parts.append(
-        f"<img alt='forest plot of rates with 95% Clopper-Pearson intervals' src='data:image/png;base64,{png}'>"
+        "<img alt='forest plot of rates with 95% intervals "
+        f"({'grounded in careful reading' if comparison.get('grounded') else 'judge only'})' "
+        f"src='data:image/png;base64,{png}'>"
     )
     metric_rows = [
         [esc(label), *(rate_cell(_pct(r[key]), (r[key] or {}).get("rate")) for r in comparison["systems"])]

@@ -26,6 +26,14 @@ class LeaderboardRow(BaseModel):
     judge_tokens: int | None = None  # prompt + completion tokens of the run's labels (RUN.json cost)
     cost: float | None = None  # what those labels cost, when the judge config has a price
     currency: str | None = None
+    # grounded in careful reading (compare --labels): PPI++ per run; absent where the run was not read
+    grounded_coverage: float | None = None
+    grounded_coverage_ci95: list[float] | None = None
+    n_labelled: int | None = None
+    effective_n: float | None = None
+    kappa: float | None = None  # the judge against the readers on the run's sample (engaged)
+    grounded_answered: float | None = None
+    grounded_premise_refuted: float | None = None
 
 
 class Comparison(Output):
@@ -38,6 +46,8 @@ class Comparison(Output):
     leaderboard: list[LeaderboardRow]
     warnings: list[str]
     notes: list[str]
+    grounded: bool = False  # ranked by rates grounded in careful reading (compare --labels)
+    grounded_tests: list[dict[str, Any]] | None = None
 
 
 class DiversityReport(Output):
@@ -87,6 +97,43 @@ class PairSource(BaseModel):
     b_question_id: str
 
 
+class StratumSample(BaseModel):
+    """One stratum of a run's sample: how many questions it holds and which were drawn."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    population: int
+    sampled: list[str]
+
+
+class RunSample(BaseModel):
+    """How one run's items were drawn: its population (questions with a judgment), the question ids drawn
+    and, for a simple random sample, each question's inclusion probability (n / N); a stratified draw
+    gives its strata instead (each stratum's weight is its population over its sample)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    population: int
+    sampled: list[str]
+    inclusion_probability: float | None = None
+    strata: dict[str, StratumSample] | None = None
+
+
+class SampleDesign(BaseModel):
+    """The sampling design of an annotation export, what an estimate needs to weight its labels.
+
+    ``srs``: a simple random sample without replacement from each run (seeded), the design PPI assumes.
+    ``stratified``: within each run, round-robin over the run judge's outcome labels (the strata)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["srs", "stratified"]
+    seed: int | None = None  # None: merged batches drawn with different seeds (each batch's is in merged_from)
+    per_run: int | None = None  # --per-run N; None when --n was split over the runs
+    stratify: str | None = None
+    runs: dict[str, RunSample]
+
+
 class Decode(Output):
     """``decode.json`` of an annotation export (private, never shown to readers): every item id mapped back to
     where it came from, with the export's settings (a merged export lists each batch's in ``merged_from``)."""
@@ -100,6 +147,7 @@ class Decode(Output):
     runs: list[str] | None = None
     arenas: list[str] | None = None
     merged_from: list[dict[str, Any]] | None = None
+    design: SampleDesign | None = None  # None: an export made before designs were recorded, or of pairs
 
     @model_validator(mode="after")
     def _items_of_kind(self) -> Decode:

@@ -21,7 +21,14 @@ def annotate_group() -> None:
 
 @annotate_group.command("export")
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--n", "n", type=int, required=True, help="Number of items (split evenly over the runs).")
+@click.option("--n", "n", type=int, default=None, help="Number of items, split evenly over the runs (or --per-run).")
+@click.option(
+    "--per-run",
+    type=int,
+    default=None,
+    help="A simple random sample of this many questions from each run (all of a smaller run): the design "
+    "`backtest estimate` uses; decode.json records it.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw and the shuffle.")
 @click.option(
     "--stratify",
@@ -53,7 +60,7 @@ def annotate_group() -> None:
     "--out", type=OutPath(file_okay=False, path_type=Path), required=True, help="New (or empty) folder to write."
 )
 @click.pass_context
-def annotate_export(ctx, sources, n, seed, stratify, first_item, pairwise, instance_id, codebook, out):
+def annotate_export(ctx, sources, n, per_run, seed, stratify, first_item, pairwise, instance_id, codebook, out):
     """Write blinded items from scored runs (RUN_DIR...), or pairs from arena folders (--pairwise).
 
     OUT gets items.jsonl (or pairs.jsonl), a blank sheet.csv, the codebook (or the pair guide)
@@ -63,13 +70,23 @@ def annotate_export(ctx, sources, n, seed, stratify, first_item, pairwise, insta
 
     ws = workspace(ctx)
     if pairwise:
+        if per_run is not None or n is None:
+            raise BadInput("--pairwise draws --n pairs over the arenas (no --per-run)")
         summary = export_pairs(ws, sources, n=n, seed=seed, out=out, instance_id=instance_id, first_item=first_item)
         click.echo(f"wrote {summary['n']} blinded pairs to {out} (pairs.jsonl, sheet.csv, guide.md, decode.json)")
         return
     if codebook is None and (ws.root.parent / "shared" / DEFAULT_CODEBOOK).is_file():
         codebook = ws.root.parent / "shared" / DEFAULT_CODEBOOK
     summary = export_items(
-        ws, sources, n=n, seed=seed, out=out, stratify=stratify, codebook=codebook, first_item=first_item
+        ws,
+        sources,
+        n=n,
+        seed=seed,
+        out=out,
+        stratify=stratify,
+        codebook=codebook,
+        first_item=first_item,
+        per_run=per_run,
     )
     per_run = ", ".join(f"{k}: {v}" for k, v in summary["per_run"].items())
     click.echo(f"wrote {summary['n']} blinded items to {out} ({per_run}); keep decode.json away from readers")
@@ -113,6 +130,80 @@ def annotate_merge(sources, out):
         f"merged {result['n']} items from {len(sources)} exports into {out} "
         f"(readers: {', '.join(result['raters']) or 'none'})"
     )
+
+
+@annotate_group.command("adjudicate")
+@click.argument("items_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option(
+    "--decisions",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="JSON Lines: one decision per disagreement (item_id, field, reader_a, reader_b, adjudicated, reason).",
+)
+def annotate_adjudicate(items_dir, decisions):
+    """Settle two readers' disagreements (ITEMS_DIR/labels/reader_a.jsonl and reader_b.jsonl).
+
+    Without --decisions: print every disagreement as a JSON line to fill in (adjudicated: one of the two
+    readings; reason: why, from the abstracts). With it: write labels/adjudicated.jsonl (the readers' labels
+    where they agree, the decision where they do not) and adjudication.jsonl (every decision with both readings).
+    """
+    import json
+
+    from backtest.analysis.validation.annotate import adjudicate, disagreements
+
+    if decisions is None:
+        for d in disagreements(items_dir):
+            click.echo(json.dumps(d, ensure_ascii=False))
+        return
+    result = adjudicate(items_dir, decisions)
+    click.echo(
+        f"adjudicated {result['decided']} disagreement(s); {result['n']} labels -> {items_dir}/labels/adjudicated.jsonl"
+    )
+
+
+@annotate_group.command("plan")
+@click.argument("runs", nargs=-1, required=True)
+@click.option(
+    "--halfwidth",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.10,
+    show_default=True,
+    help="The 95% interval half-width wanted for each run's coverage.",
+)
+@click.option(
+    "--labels",
+    "labels",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="A pilot sample (annotate export with readers' labels): the judge's correlation with the readers and "
+    "each run's rate are taken from it (repeatable).",
+)
+@click.option("--budget", type=click.IntRange(min=1), default=None, help="Items you can read in all (split evenly).")
+@json_option
+@click.pass_context
+def annotate_plan(ctx, runs, halfwidth, labels, budget, as_json):
+    """How many questions of each RUN to read for a coverage interval of --halfwidth, and what --budget buys.
+
+    The judge's correlation with careful reading comes from a pilot sample (--labels), else from its validity
+    card, else is taken as none; a better judge needs fewer items (the PPI++ variance shrinks by 1 - rho^2).
+    Near a rate of 0 or 1 the exact interval sets a floor no judge removes.
+    """
+    from backtest.analysis.estimate import plan_runs
+
+    plans = plan_runs(runs, halfwidth, workspace(ctx), labels=labels, budget=budget)
+    if as_json:
+        echo_json([p.model_dump(mode="json") for p in plans])
+        return
+    click.echo(f"items to read for a 95% coverage interval of +-{halfwidth:.0%} per run:")
+    for p in plans:
+        line = (
+            f"  {p.system:<22} N={p.n:<4} read {p.n_to_read:>4} (labels alone: {p.n_labels_only:>4}); "
+            f"rate ~{p.rate:.0%} from {p.rate_from}; rho {p.rho:.2f} from {p.rho_from}"
+        )
+        if p.halfwidth_of_budget is not None:
+            line += f"; --budget {budget} buys +-{p.halfwidth_of_budget:.1%}"
+        click.echo(line)
+    click.echo(f"total: {sum(p.n_to_read for p in plans)} items (labels alone: {sum(p.n_labels_only for p in plans)})")
 
 
 @click.group("judge")

@@ -26,7 +26,9 @@ import io
 import random
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
+
+from pydantic import ConfigDict, Field
 
 from backtest.analysis.outputs import Decode
 from backtest.analysis.validation.items import (
@@ -48,6 +50,7 @@ from backtest.core.records import (
     Judgment,
     Question,
     Retrieval,
+    Versioned,
     check_safe_name,
     parse_record,
     read_output,
@@ -124,21 +127,30 @@ def _codebook_text(codebook: Path | None) -> str | None:
 def export_items(
     ws,
     run_dirs: Sequence[str | Path],
-    n: int,
+    n: int | None,
     seed: int,
     out: str | Path,
     stratify: str | None = None,
     codebook: Path | None = None,
     first_item: int = 1,
+    per_run: int | None = None,
 ) -> dict[str, Any]:
-    """Draw ``n`` blinded items from the runs into ``out``; return a summary (counts per run and stratum).
+    """Draw blinded items from the runs into ``out``; return a summary (counts per run).
 
-    Items are numbered from ``first_item``, so exports made in batches can share one numbering
-    (their items.jsonl, sheets and decode files then concatenate without clashes)."""
+    ``per_run``: a simple random sample of that many questions from every run (all of a smaller run), the
+    design an estimate (:mod:`backtest.analysis.estimate`) needs; ``n``: that many items split evenly over
+    the runs. Either way the draw is seeded and ``decode.json`` records its design (each run's population,
+    the question ids drawn, the inclusion probability or, stratified, the strata). Items are numbered from
+    ``first_item``, so exports made in batches can share one numbering (their items.jsonl, sheets and decode
+    files then concatenate without clashes)."""
+    from backtest.analysis.outputs import RunSample, SampleDesign, StratumSample
+
     if first_item < 1:
         raise BadInput("--first-item must be at least 1")
-    if n < 1:
-        raise BadInput("--n must be at least 1")
+    if (n is None) == (per_run is None):
+        raise BadInput("give one of --n (items split over the runs) or --per-run (a sample of each run)")
+    if (n if n is not None else per_run) < 1:  # type: ignore[operator]
+        raise BadInput(f"--{'n' if n is not None else 'per-run'} must be at least 1")
     if stratify not in (None, "outcome"):
         raise BadInput(f"unknown --stratify {stratify!r} (known: outcome)")
     if not run_dirs:
@@ -149,8 +161,10 @@ def export_items(
     runs = [Path(r) if Path(r).is_absolute() or Path(r).exists() else ws.root / r for r in run_dirs]
     if len({r.resolve() for r in runs}) != len(runs):
         raise BadInput("a run folder is given twice")
+    quotas = _quotas(n, len(runs)) if n is not None else [per_run] * len(runs)
     drawn: list[tuple[Path, dict[str, Any], Question, Retrieval, Judgment]] = []
-    for run_dir, quota in zip(runs, _quotas(n, len(runs))):
+    samples: dict[str, RunSample] = {}
+    for run_dir, quota in zip(runs, quotas):
         run, questions, retrievals, judgments = _run_files(run_dir, ws)
         by_q = {r.question_id: r for r in retrievals}
         by_j = {j.question_id: j for j in judgments}
@@ -158,7 +172,24 @@ def export_items(
         for i, q in enumerate(questions):
             if q.question_id in by_q and q.question_id in by_j:
                 strata[by_j[q.question_id].outcome if stratify else "all"].append(i)
-        for i in _draw(strata, quota, rng):
+        picked = _draw(strata, quota or 0, rng)
+        population = sum(len(v) for v in strata.values())
+        ids = [questions[i].question_id for i in picked]
+        if stratify:
+            chosen = set(picked)
+            samples[ws.relative(run_dir)] = RunSample(
+                population=population,
+                sampled=ids,
+                strata={
+                    s: StratumSample(population=len(v), sampled=[questions[i].question_id for i in v if i in chosen])
+                    for s, v in sorted(strata.items())
+                },
+            )
+        else:
+            samples[ws.relative(run_dir)] = RunSample(
+                population=population, sampled=ids, inclusion_probability=len(ids) / population if population else 0.0
+            )
+        for i in picked:
             q = questions[i]
             drawn.append((run_dir, run, q, by_q[q.question_id], by_j[q.question_id]))
     rng.shuffle(drawn)
@@ -179,6 +210,9 @@ def export_items(
             "judge_outcome": judgment.outcome,
             "judge_premise_status": judgment.premise_status,
         }
+    design = SampleDesign(
+        kind="stratified" if stratify else "srs", seed=seed, per_run=per_run, stratify=stratify, runs=samples
+    )
     _write_export(
         out,
         items,
@@ -193,6 +227,7 @@ def export_items(
             "stratify": stratify,
             "first_item": first_item,
             "runs": [ws.relative(r) for r in runs],
+            "design": design.model_dump(mode="json", exclude_none=True),
         },
     )
     return {
@@ -226,6 +261,17 @@ def render_pair(pair: PairItem) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _items_header(items: Sequence[AnnotationItem]) -> str:
+    """The top of ``items.md``: when the questions were written, from their cutoff (the codebook's own
+    wording names the reference release's date, which is not this export's)."""
+    cutoffs = ", ".join(sorted({str(i.question.cutoff_date) for i in items}))
+    return (
+        f"# Items\n\nEach question was written from literature published on or before **{cutoffs}**; "
+        "every document shown was published after that date. Where the codebook names another date, "
+        "read this one.\n\n"
+    )
+
+
 def _write_export(
     out: Path,
     records: Sequence[Any],
@@ -239,7 +285,8 @@ def _write_export(
     name = "pairs" if pairs else "items"
     write_jsonl(out / f"{name}.jsonl", [r.model_dump(mode="json", exclude_none=True) for r in records])
     render = render_pair if pairs else render_item
-    atomic_write_text(out / f"{name}.md", "\n".join(render(r) for r in records))
+    header = "" if pairs else _items_header(records)
+    atomic_write_text(out / f"{name}.md", header + "\n".join(render(r) for r in records))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
@@ -452,6 +499,30 @@ def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str 
     return {"labels": str(target), "n": len(labels), "pairwise": pairwise}
 
 
+def _merged_design(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The design of merged batches: their runs' samples together, when every batch recorded one of the same
+    kind and no run was drawn from twice (else none: an estimate then refuses the merged set)."""
+    designs = [d for m in metas if (d := m.get("design")) is not None]
+    if not designs or len(designs) != len(metas) or len({(d["kind"], d.get("stratify")) for d in designs}) != 1:
+        return {}
+    runs: dict[str, Any] = {}
+    for d in designs:
+        if set(d["runs"]) & set(runs):
+            return {}
+        runs.update(d["runs"])
+    first = designs[0]
+    seeds = {d["seed"] for d in designs}
+    per_run = {d.get("per_run") for d in designs}
+    design = {"kind": first["kind"], "runs": runs}
+    if len(seeds) == 1 and first.get("seed") is not None:
+        design["seed"] = first["seed"]
+    if len(per_run) == 1 and first.get("per_run") is not None:
+        design["per_run"] = first["per_run"]
+    if first.get("stratify"):
+        design["stratify"] = first["stratify"]
+    return {"design": design}
+
+
 def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
     """Merge exports made in batches (``--first-item`` numbering) into one set: items or pairs, decode files,
     and each reader's labels (a reader must have labelled every batch or none). Item ids must not clash."""
@@ -497,7 +568,7 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
         decode,
         guide,
         guide_name,
-        {"kind": kind, "n": len(records), "merged_from": metas},
+        {"kind": kind, "n": len(records), "merged_from": metas, **_merged_design(metas)},
     )
     for rater in raters:
         labels = [
@@ -510,3 +581,105 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
             out / "labels" / f"{rater}.jsonl", [lab.model_dump(mode="json", exclude_none=True) for lab in labels]
         )
     return {"out": str(out), "n": len(records), "raters": raters}
+
+
+# --------------------------------------------------------------------------- adjudication
+
+
+ADJUDICATED = "adjudicated"
+
+
+class Decision(Versioned):
+    """One adjudicated disagreement: the field, both readings, the label decided and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    field: Literal["outcome", "premise_status"]
+    reader_a: str
+    reader_b: str
+    adjudicated: str
+    reason: str = Field(min_length=1)
+
+
+def disagreements(items_dir: str | Path, readers: tuple[str, str] = ("reader_a", "reader_b")) -> list[dict[str, Any]]:
+    """Every (item, field) on which the two readers' labels differ, as a decision to fill in (``adjudicated`` and
+    ``reason`` empty)."""
+    a, b = (_reader(Path(items_dir), r) for r in readers)
+    if set(a) != set(b):
+        raise BadInput(f"{items_dir}: {readers[0]} and {readers[1]} labelled different items")
+    out = []
+    for item in sorted(a):
+        for field in ("outcome", "premise_status"):
+            va, vb = getattr(a[item], field), getattr(b[item], field)
+            if va != vb:
+                out.append(
+                    {"item_id": item, "field": field, "reader_a": va, "reader_b": vb, "adjudicated": "", "reason": ""}
+                )
+    return out
+
+
+def _reader(items_dir: Path, name: str) -> dict[str, Label]:
+    from backtest.analysis.validation.items import read_labels
+
+    path = items_dir / "labels" / f"{name}.jsonl"
+    if not path.is_file():
+        raise BadInput(f"{path}: no such reader's labels (import the sheet with `backtest annotate import`)")
+    return {lab.item_id: lab for lab in read_labels(path)}
+
+
+def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, Any]:
+    """Write ``labels/adjudicated.jsonl`` and ``adjudication.jsonl`` from two readers' labels and a decision for
+    each of their disagreements (each decision one of the two readings, with its reason). An item's label is
+    the readers' where they agree; the cited documents of an engaged item are those either reader cited who
+    found it engaged. Refuses (nothing written) a missing, extra or invalid decision."""
+    items_dir = Path(items_dir)
+    a, b = _reader(items_dir, "reader_a"), _reader(items_dir, "reader_b")
+    wanted = {(d["item_id"], d["field"]): d for d in disagreements(items_dir)}
+    decided: dict[tuple[str, str], Decision] = {}
+    problems = []
+    for lineno, obj in iter_jsonl(Path(decisions_path)):
+        try:
+            d = parse_record(Decision, obj, f"{decisions_path}:{lineno}")
+        except BadInput as exc:
+            problems.append(str(exc))
+            continue
+        key = (d.item_id, d.field)
+        if key not in wanted:
+            problems.append(
+                f"{decisions_path}:{lineno}: {d.item_id} {d.field}: the readers agree there (or no such item)"
+            )
+        elif d.adjudicated not in (d.reader_a, d.reader_b) or (d.reader_a, d.reader_b) != (
+            wanted[key]["reader_a"],
+            wanted[key]["reader_b"],
+        ):
+            problems.append(f"{decisions_path}:{lineno}: {d.item_id} {d.field}: decide one of the two readings as read")
+        elif key in decided:
+            problems.append(f"{decisions_path}:{lineno}: {d.item_id} {d.field}: decided twice")
+        else:
+            decided[key] = d
+    missing = sorted(set(wanted) - set(decided))
+    problems += [f"{item} {field}: no decision" for item, field in missing]
+    if problems:
+        raise CheckFailed(f"{decisions_path}: {len(problems)} problem(s), nothing written: {problems[0]}", problems)
+    labels = []
+    for item in sorted(a):
+        value = {
+            f: decided[(item, f)].adjudicated if (item, f) in decided else getattr(a[item], f)
+            for f in ("outcome", "premise_status")
+        }
+        engaged = value["outcome"] in ENGAGED_OUTCOMES
+        cited = (
+            sorted({c for r in (a[item], b[item]) if r.outcome in ENGAGED_OUTCOMES for c in r.cited}) if engaged else []
+        )
+        reasons = [decided[(item, f)].reason for f in ("outcome", "premise_status") if (item, f) in decided]
+        labels.append(Label(item_id=item, cited=cited, notes="; ".join(reasons), **value))
+    write_jsonl(
+        items_dir / "labels" / f"{ADJUDICATED}.jsonl",
+        [lab.model_dump(mode="json", exclude_none=True) for lab in labels],
+    )
+    write_jsonl(
+        items_dir / "adjudication.jsonl",
+        [decided[k].model_dump(mode="json", exclude={"schema_version"}) for k in sorted(decided)],
+    )
+    return {"n": len(labels), "decided": len(decided)}

@@ -1,0 +1,533 @@
+"""``backtest estimate``: label-grounded rates, per run, from the judge's labels and careful reading's.
+
+A run's judge labelled all of its ``N`` questions; careful reading labelled a simple random sample of them
+(``backtest annotate export --per-run``, whose ``decode.json`` records the design). For each rate below the
+two are combined by prediction-powered inference (PPI++ with a power-tuned weight, per run:
+:mod:`backtest.core.ppi`), which is unbiased whatever the judge's quality. Beside each estimate stand the
+judge-only rate (all ``N``), the labels-only rate (the sample), and the judge's kappa against the readers on
+that run's sample. Differences between runs come with a 95% interval and a two-sided p-value, Holm-corrected
+across the pairs of runs (per rate).
+
+**The readers' label** of an item is the adjudicated one when the export folder holds
+``labels/adjudicated.jsonl``; else, for each rate, the share of readers who gave it (two readers who split
+give 0.5: PPI takes any value in [0, 1], and the estimate is then of the average reader). Disagreements
+without adjudication are counted and reported.
+
+**Rates** (each an indicator per question; ``coverage`` is the headline): ``coverage`` (any engaged outcome),
+``answered``, ``partially_addressed``, ``posed_but_open``, ``premise_refuted``, ``premise_supported``,
+``premise_weakened``.
+
+**A collapsed judge** is flagged per run: one that puts more than 90% of the run on one outcome label, or
+never uses an outcome label that the readers used on the run's sample.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from backtest.analysis.outputs import Decode, SampleDesign
+from backtest.analysis.validation.items import Label, read_labels
+from backtest.core.errors import BadInput
+from backtest.core.ppi import PPIRate, ppi_rate, rate_difference
+from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, Output, parse_record, read_output
+from backtest.core.stats import adjust_pvalues, cohen_kappa
+from backtest.core.workspace import Workspace
+
+HEADLINE = "coverage"
+ADJUDICATED = "adjudicated"
+COLLAPSE_SHARE = 0.9
+
+
+def _outcome_is(label: str) -> Callable[[Any], bool]:
+    return lambda r: r.outcome == label
+
+
+def _premise_is(label: str) -> Callable[[Any], bool]:
+    return lambda r: r.premise_status == label
+
+
+RATES: dict[str, Callable[[Any], bool]] = {
+    "coverage": lambda r: r.outcome in ENGAGED_OUTCOMES,
+    "answered": _outcome_is("answered"),
+    "partially_addressed": _outcome_is("partially_addressed"),
+    "posed_but_open": _outcome_is("posed_but_open"),
+    "premise_refuted": _premise_is("refuted"),
+    "premise_supported": _premise_is("supported"),
+    "premise_weakened": _premise_is("weakened"),
+}
+
+
+# --------------------------------------------------------------------------- records
+
+
+class RateEstimate(BaseModel):
+    """One rate of one run: the published estimate and interval and what they rest on."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    estimate: float
+    ci95: tuple[float, float]
+    n: int
+    n_labelled: int
+    effective_n: float
+    lambda_: float = Field(alias="lambda")
+    judge_only: float
+    labels_only: float
+    labels_only_ci95: tuple[float, float]
+    kappa: float | None  # the judge against the readers' consensus on this run's sample (binary, this rate)
+    method: str
+    disagreements: int  # sampled items on which readers split on this rate with no adjudication
+
+
+class RunEstimate(BaseModel):
+    """The label-grounded rates of one run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: str
+    system: str
+    instance: str
+    judge: str
+    labels: str  # the export folder whose readers' labels were used
+    readers: list[str]
+    adjudicated: bool
+    rates: dict[str, RateEstimate]
+    judge_outcomes: dict[str, int]  # the judge's outcome labels over the run
+    reader_outcomes: dict[str, float]  # the readers' outcome labels over the sample (shares when split)
+    flags: list[str]  # a collapsed judge (module docstring)
+
+
+class Difference(BaseModel):
+    """One rate of run a minus run b."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate: str
+    a: str
+    b: str
+    difference: float
+    ci95: tuple[float, float]
+    p_value: float
+    p_holm: float
+
+
+class EstimateReport(Output):
+    """``backtest estimate --json``: the runs' label-grounded rates and their pairwise differences."""
+
+    runs: list[RunEstimate]
+    differences: list[Difference]
+
+
+# --------------------------------------------------------------------------- labels
+
+
+@dataclass
+class LabelSet:
+    """One annotation export with its readers' labels: its design and, per item, each reader's Label."""
+
+    folder: Path
+    decode: Decode
+    design: SampleDesign
+    readers: dict[str, dict[str, Label]]  # reader -> item id -> label (``adjudicated`` alone when present)
+    adjudicated: bool
+
+    def items_of(self, run: str) -> dict[str, str]:
+        """question id -> item id of the items drawn from ``run``."""
+        return {src.question_id: item for item, src in self.decode.items.items() if src.run == run}  # type: ignore[union-attr]
+
+
+def load_label_set(folder: str | Path) -> LabelSet:
+    """An export folder (``decode.json``, ``labels/*.jsonl``) ready to estimate from; BadInput, one line, for a
+    folder that is not one, has no readers' labels, or records a design an estimate cannot use."""
+    folder = Path(folder)
+    if not (folder / "decode.json").is_file():
+        raise BadInput(f"{folder}: no decode.json (give the folder `backtest annotate export` wrote)")
+    decode = Decode.model_validate(read_output(Decode, folder / "decode.json"))
+    if decode.kind != "items":
+        raise BadInput(f"{folder}: an export of arena pairs; estimates need (question, documents) items")
+    if decode.design is None:
+        raise BadInput(
+            f"{folder}: its decode.json records no sampling design (exported before designs were recorded); "
+            "export a sample with `backtest annotate export --per-run N`"
+        )
+    if decode.design.kind != "srs":
+        raise BadInput(
+            f"{folder}: its items were drawn stratified by the judge's outcome, not as a simple random sample of "
+            "each run; an estimate from them would need the strata weights of each rate (not supported): export "
+            "with --per-run N and no --stratify"
+        )
+    files = sorted((folder / "labels").glob("*.jsonl")) if (folder / "labels").is_dir() else []
+    if not files:
+        raise BadInput(f"{folder}: no readers' labels (labels/*.jsonl; add them with `backtest annotate import`)")
+    readers = {p.stem: {lab.item_id: lab for lab in read_labels(p)} for p in files}
+    adjudicated = ADJUDICATED in readers
+    for name, labels in readers.items():
+        unknown = sorted(set(labels) - set(decode.items))
+        if unknown:
+            raise BadInput(
+                f"{folder}/labels/{name}.jsonl: labels for items not in the export: {', '.join(unknown[:5])}"
+            )
+    return LabelSet(folder, decode, decode.design, readers, adjudicated)
+
+
+def _reader_values(
+    label_set: LabelSet, item_ids: Sequence[str], test: Callable[[Any], bool]
+) -> tuple[list[float], int, list[bool | None]]:
+    """Per item, the readers' value of one rate (adjudicated, else the share of readers), how many items split,
+    and the consensus as a yes/no (None where readers tie) for kappa."""
+    values, split, decided = [], 0, []
+    for item in item_ids:
+        if label_set.adjudicated:
+            votes = [test(label_set.readers[ADJUDICATED][item])]
+        else:
+            votes = [test(r[item]) for r in label_set.readers.values() if item in r]
+        share = sum(votes) / len(votes)
+        values.append(share)
+        split += 0 < share < 1
+        decided.append(None if share == 0.5 else share > 0.5)
+    return values, split, decided
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _run_judgments(run_dir: Path) -> tuple[dict[str, Any], list[Judgment]]:
+    from backtest.core.fileio import iter_jsonl
+    from backtest.scoring.outputs import Run
+
+    if not (run_dir / "RUN.json").is_file():
+        raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
+    run = read_output(Run, run_dir / "RUN.json")
+    if run.get("status") != "complete" or not (run_dir / "judgments.jsonl").is_file():
+        raise BadInput(f"{run_dir}: run is not complete; finish it with backtest score")
+    path = run_dir / "judgments.jsonl"
+    return run, [parse_record(Judgment, o, f"{path}:{n}") for n, o in iter_jsonl(path)]
+
+
+def _label_set_for(run: str, label_sets: Sequence[LabelSet]) -> LabelSet | None:
+    found = [s for s in label_sets if run in s.design.runs]
+    if len(found) > 1:
+        raise BadInput(f"{run}: sampled in more than one --labels folder ({', '.join(str(s.folder) for s in found)})")
+    return found[0] if found else None
+
+
+def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Workspace) -> RunEstimate | None:
+    """The label-grounded rates of one run, or None when no label set sampled it."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_absolute() and not run_dir.exists():
+        run_dir = ws.root / run_dir
+    name = ws.relative(run_dir)
+    label_set = _label_set_for(name, label_sets)
+    if label_set is None:
+        return None
+    run, judgments = _run_judgments(run_dir)
+    sample = label_set.design.runs[name]
+    by_q = {j.question_id: j for j in judgments}
+    if sample.population != len(judgments) or not set(sample.sampled) <= set(by_q):
+        raise BadInput(
+            f"{name}: the labels in {label_set.folder} were drawn from {sample.population} questions of another "
+            f"version of this run ({len(judgments)} judged now); export a new sample"
+        )
+    items = label_set.items_of(name)
+    missing = [q for q in sample.sampled if q not in items]
+    unlabelled = [
+        items[q] for q in sample.sampled if q in items and not any(items[q] in r for r in label_set.readers.values())
+    ]
+    if label_set.adjudicated:
+        unlabelled = [items[q] for q in sample.sampled if q in items and items[q] not in label_set.readers[ADJUDICATED]]
+    if missing or unlabelled:
+        raise BadInput(
+            f"{name}: {len(missing) + len(unlabelled)} sampled question(s) have no reader's label in "
+            f"{label_set.folder} (first: {(missing + unlabelled)[0]}); an estimate needs the whole sample read"
+        )
+    sampled = list(sample.sampled)
+    item_ids = [items[q] for q in sampled]
+    in_sample = set(sampled)
+    others = [j for j in judgments if j.question_id not in in_sample]
+    rates = {}
+    for rate, test in RATES.items():
+        y, split, decided = _reader_values(label_set, item_ids, test)
+        f_l = [float(test(by_q[q])) for q in sampled]
+        f_u = [float(test(j)) for j in others]
+        pr = ppi_rate(y, f_l, f_u)
+        pairs = [(bool(f), d) for f, d in zip(f_l, decided) if d is not None]
+        kappa = cohen_kappa([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else float("nan")
+        rates[rate] = _rate_record(pr, None if kappa != kappa else kappa, split if not label_set.adjudicated else 0)
+    judge_outcomes = Counter(j.outcome for j in judgments)
+    reader_outcomes: dict[str, float] = {}
+    for item in item_ids:
+        voters = [label_set.readers[ADJUDICATED]] if label_set.adjudicated else list(label_set.readers.values())
+        votes = [r[item].outcome for r in voters if item in r]
+        for v in votes:
+            reader_outcomes[v] = reader_outcomes.get(v, 0.0) + 1 / len(votes)
+    return RunEstimate(
+        run=name,
+        system=str(run.get("system")),
+        instance=str(run.get("instance_id")),
+        judge=str((run.get("judge") or {}).get("name")),
+        labels=ws.relative(label_set.folder),
+        readers=sorted(label_set.readers),
+        adjudicated=label_set.adjudicated,
+        rates=rates,
+        judge_outcomes={o: judge_outcomes.get(o, 0) for o in OUTCOMES},
+        reader_outcomes={o: round(reader_outcomes.get(o, 0.0), 4) for o in OUTCOMES},
+        flags=collapse_flags(dict(judge_outcomes), reader_outcomes),
+    )
+
+
+def collapse_flags(judge_outcomes: dict[str, int], reader_outcomes: dict[str, float] | None = None) -> list[str]:
+    """What marks a collapsed judge on a run: more than 90% of the run on one outcome label, or an outcome the
+    readers used on the run's sample that the judge never gives there (module docstring)."""
+    flags = []
+    total = sum(judge_outcomes.values())
+    if total:
+        top, k = max(judge_outcomes.items(), key=lambda kv: (kv[1], kv[0]))
+        if k / total > COLLAPSE_SHARE:
+            flags.append(f"the judge puts {k} of {total} questions ({k / total:.0%}) on {top}")
+    for label in OUTCOMES:
+        if reader_outcomes and reader_outcomes.get(label, 0) > 0 and not judge_outcomes.get(label):
+            flags.append(f"the judge never says {label}, which the readers gave on this run's sample")
+    return flags
+
+
+def _rate_record(pr: PPIRate, kappa: float | None, disagreements: int) -> RateEstimate:
+    def r(x: float) -> float:
+        return round(float(x), 6)
+
+    return RateEstimate(
+        estimate=r(pr.estimate),
+        ci95=(r(pr.ci95[0]), r(pr.ci95[1])),
+        n=pr.n,
+        n_labelled=pr.n_labelled,
+        effective_n=round(pr.effective_n, 2),
+        lambda_=r(pr.lam),
+        judge_only=r(pr.judge_only),
+        labels_only=r(pr.labels_only),
+        labels_only_ci95=(r(pr.labels_only_ci95[0]), r(pr.labels_only_ci95[1])),
+        kappa=None if kappa is None else round(kappa, 4),
+        method=pr.method,
+        disagreements=disagreements,
+    )
+
+
+def _label_counts(a: RateEstimate, b: RateEstimate) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """Both rates the readers' alone, in whole counts: ((k_a, n_a), (k_b, n_b)) for an exact comparison."""
+    if a.lambda_ != 0 or b.lambda_ != 0:
+        return None
+    ks = [r.labels_only * r.n_labelled for r in (a, b)]
+    if any(abs(k - round(k)) > 1e-6 for k in ks):
+        return None
+    return ((round(ks[0]), a.n_labelled), (round(ks[1]), b.n_labelled))
+
+
+def differences(runs: Sequence[RunEstimate], rates: Sequence[str] = tuple(RATES)) -> list[Difference]:
+    """Every pair of runs, for each rate: a - b with its 95% interval and p-value, Holm-corrected per rate
+    (:func:`~backtest.core.ppi.rate_difference`: exact when both rates rest on the readers' labels alone)."""
+    out = []
+    for rate in rates:
+        pairs = list(itertools.combinations(runs, 2))
+        diffs = [
+            rate_difference(
+                (a.rates[rate].estimate, a.rates[rate].ci95),
+                (b.rates[rate].estimate, b.rates[rate].ci95),
+                counts=_label_counts(a.rates[rate], b.rates[rate]),
+            )
+            for a, b in pairs
+        ]
+        holm = adjust_pvalues([d.p_value for d in diffs], "holm")
+        for (a, b), d, p in zip(pairs, diffs, holm):
+            out.append(
+                Difference(
+                    rate=rate,
+                    a=a.run,
+                    b=b.run,
+                    difference=round(d.difference, 6),
+                    ci95=(round(d.ci95[0], 6), round(d.ci95[1], 6)),
+                    p_value=round(d.p_value, 6),
+                    p_holm=round(p, 6),
+                )
+            )
+    return out
+
+
+def estimate_runs(
+    run_dirs: Sequence[str | Path], labels: Sequence[str | Path], ws: Workspace, require_all: bool = True
+) -> tuple[EstimateReport, list[str]]:
+    """The report of :func:`estimate_run` over ``run_dirs``, and the runs no label set sampled (BadInput
+    naming the first when ``require_all``)."""
+    if not labels:
+        raise BadInput("give at least one --labels folder (an annotate export with readers' labels)")
+    label_sets = [load_label_set(p) for p in labels]
+    runs, unread = [], []
+    for run_dir in run_dirs:
+        est = estimate_run(run_dir, label_sets, ws)
+        if est is None:
+            unread.append(ws.relative(Path(run_dir) if Path(run_dir).is_absolute() else ws.root / run_dir))
+        else:
+            runs.append(est)
+    if unread and require_all:
+        raise BadInput(
+            f"{unread[0]}: no --labels folder sampled this run (its decode.json design lists the runs it read)"
+        )
+    return EstimateReport(runs=runs, differences=differences(runs)), unread
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def render_text(report: EstimateReport, rates: Sequence[str] = (HEADLINE, "answered", "premise_refuted")) -> str:
+    """The report as a terminal table per rate (ranked by the estimate), then the differences of the headline."""
+    lines = []
+    for rate in rates:
+        lines.append(f"{rate} (label-grounded, PPI++ per run; judge-only beside it, labelled as such)")
+        header = (
+            f"  {'system':<22} {'instance':<12} {'N':>4} {'n':>3} {'estimate':>9} {'95% interval':>17} "
+            f"{'eff. n':>7} {'lambda':>6} {'judge-only':>10} {'labels-only':>11} {'kappa':>6}"
+        )
+        lines.append(header)
+        for run in sorted(report.runs, key=lambda r: -r.rates[rate].estimate):
+            e = run.rates[rate]
+            kappa = "—" if e.kappa is None else f"{e.kappa:.2f}"
+            lines.append(
+                f"  {run.system:<22} {run.instance:<12} {e.n:>4} {e.n_labelled:>3} {_pct(e.estimate):>9} "
+                f"{'[' + _pct(e.ci95[0]) + ', ' + _pct(e.ci95[1]) + ']':>17} {e.effective_n:>7.1f} "
+                f"{e.lambda_:>6.2f} {_pct(e.judge_only):>10} {_pct(e.labels_only):>11} {kappa:>6}"
+            )
+        lines.append("")
+    heads = [d for d in report.differences if d.rate == HEADLINE]
+    if heads:
+        lines.append(f"{HEADLINE}: differences between runs (a - b), Holm-corrected across {len(heads)} pairs")
+        system = {r.run: f"{r.system} ({r.instance})" for r in report.runs}
+        for d in sorted(heads, key=lambda d: d.p_holm):
+            lines.append(
+                f"  {system[d.a]} - {system[d.b]}: {100 * d.difference:+.1f} points "
+                f"[{100 * d.ci95[0]:+.1f}, {100 * d.ci95[1]:+.1f}], p {d.p_value:.3g}, Holm {d.p_holm:.3g}"
+            )
+        lines.append("")
+    for run in report.runs:
+        for flag in run.flags:
+            lines.append(f"warning: {run.system} ({run.instance}): {flag}")
+        split = run.rates[HEADLINE].disagreements
+        if split:
+            lines.append(
+                f"note: {run.system} ({run.instance}): readers split on {split} sampled item(s) with no adjudication "
+                "(counted as the share of readers)"
+            )
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------- planning
+
+
+class RunPlan(BaseModel):
+    """How many of one run's questions to read for a coverage interval of a given half-width."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: str
+    system: str
+    n: int  # questions in the run
+    rate: float  # the coverage assumed: the pilot's labels-only rate, else the judge's
+    rate_from: str
+    rho: float  # the judge's correlation with the readers assumed
+    rho_from: str
+    n_to_read: int  # for the half-width asked
+    n_labels_only: int  # the same half-width from labels alone (rho = 0)
+    halfwidth_of_budget: float | None = None  # the half-width that an equal share of --budget buys
+
+
+def _pearson(a: Sequence[float], b: Sequence[float]) -> float | None:
+    import numpy as np
+
+    if len(a) < 3 or len(set(a)) < 2 or len(set(b)) < 2:
+        return None
+    return float(np.corrcoef(np.asarray(a, dtype=float), np.asarray(b, dtype=float))[0, 1])
+
+
+def plan_runs(
+    run_dirs: Sequence[str | Path],
+    halfwidth: float,
+    ws: Workspace,
+    labels: Sequence[str | Path] = (),
+    budget: int | None = None,
+) -> list[RunPlan]:
+    """Per run: how many questions to read for a 95% coverage interval of ``halfwidth``
+    (:func:`~backtest.core.ppi.samples_for_halfwidth`), given the judge's correlation with the readers measured on
+    a pilot sample (``labels``: this run's, else pooled over the pilot's runs), else its validity card's engaged
+    kappa, else none (labels alone); and what an equal share of ``budget`` items buys."""
+    from backtest.core.ppi import halfwidth_for_samples, samples_for_halfwidth
+    from backtest.judge.cards import run_validity
+
+    label_sets = [load_label_set(p) for p in labels]
+    test = RATES[HEADLINE]
+    pooled: tuple[list[float], list[float]] = ([], [])
+    pilot: dict[str, tuple[list[float], list[float]]] = {}
+    for s in label_sets:
+        for run_name, sample in s.design.runs.items():
+            run_dir = ws.root / run_name
+            if not (run_dir / "judgments.jsonl").is_file():
+                continue
+            _, judgments = _run_judgments(run_dir)
+            by_q = {j.question_id: j for j in judgments}
+            items = s.items_of(run_name)
+            qs = [
+                q for q in sample.sampled if q in items and q in by_q and any(items[q] in r for r in s.readers.values())
+            ]
+            y, _, _ = _reader_values(s, [items[q] for q in qs], test)
+            f = [float(test(by_q[q])) for q in qs]
+            pilot[run_name] = (y, f)
+            pooled[0].extend(y)
+            pooled[1].extend(f)
+    plans = []
+    for given in run_dirs:
+        folder = Path(given) if Path(given).is_absolute() or Path(given).exists() else ws.root / given
+        name = ws.relative(folder)
+        run, judgments = _run_judgments(folder)
+        judge_rate = sum(test(j) for j in judgments) / len(judgments) if judgments else 0.0
+        rho, rho_from = None, ""
+        if name in pilot and (r := _pearson(pilot[name][0], pilot[name][1])) is not None:
+            rho, rho_from = r, f"this run's pilot sample (n={len(pilot[name][0])})"
+        elif pooled[0] and (r := _pearson(*pooled)) is not None:
+            rho, rho_from = r, f"the pilot samples pooled (n={len(pooled[0])})"
+        else:
+            card = run_validity(ws, run.get("judge") or {})
+            kappas = [
+                v["engaged"]["kappa"] for v in card["validations"] if v.get("engaged", {}).get("kappa") is not None
+            ]
+            if kappas:
+                rho, rho_from = min(kappas), "the judge's validity card (lowest engaged kappa, as a correlation)"
+        if rho is None:
+            rho, rho_from = 0.0, "nothing measured: labels alone"
+        rho = max(rho, 0.0)
+        if name in pilot:
+            rate, rate_from = sum(pilot[name][0]) / len(pilot[name][0]), "the pilot's labels"
+        else:
+            rate, rate_from = judge_rate, "the judge's labels (no pilot for this run)"
+        n = len(judgments)
+        plan = RunPlan(
+            run=name,
+            system=str(run.get("system")),
+            n=n,
+            rate=round(rate, 4),
+            rate_from=rate_from,
+            rho=round(rho, 4),
+            rho_from=rho_from,
+            n_to_read=samples_for_halfwidth(rate, rho, halfwidth, n),
+            n_labels_only=samples_for_halfwidth(rate, 0.0, halfwidth, n),
+        )
+        if budget is not None:
+            share = max(1, budget // max(1, len(run_dirs)))
+            plan.halfwidth_of_budget = round(halfwidth_for_samples(rate, rho, min(share, n)), 4)
+        plans.append(plan)
+    return plans
