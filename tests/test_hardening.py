@@ -382,7 +382,12 @@ def test_ids_differing_only_in_case_are_duplicates(astro_ep_ws, copy_ws, cli, tm
     assert code == 1 and "differing only in case" in err
 
 
-def test_report_table_cells_fold_newlines_and_escape_pipes():
-    from backtest.scoring.report import _cell
+def test_report_table_cells_fold_newlines_escape_pipes_and_html():
+    from backtest.core.html import markdown_cell
 
-    assert _cell("a | b\nc\r\nd") == "a \\| b c d"
+    assert markdown_cell("a | b\nc\r\nd") == "a \\| b c d"
+    # a question is the submitter's text: raw HTML in a Markdown report would run when rendered
+    assert (
+        markdown_cell('<script>x</script> "><svg onload=1>')
+        == "&lt;script&gt;x&lt;/script&gt; &quot;&gt;&lt;svg onload=1&gt;"
+    )

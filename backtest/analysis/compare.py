@@ -34,11 +34,12 @@ import html
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from backtest.analysis.outputs import Comparison
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, iter_jsonl
+from backtest.core.html import markdown_cell
 from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
 from backtest.core.workspace import Workspace
@@ -81,7 +82,7 @@ GROUNDED = (("coverage", "coverage"), ("answered", "answered"), ("premise_refute
 
 
 def compare_runs(
-    run_dirs: list[str | Path], allow_invalid: bool = False, ws=None, labels: list[str | Path] | tuple = ()
+    run_dirs: list[str | Path], allow_invalid: bool = False, ws=None, labels: Sequence[str | Path] = ()
 ) -> dict[str, Any]:
     """Compare the runs in ``run_dirs`` (module docstring); refuses invalid runs unless allowed.
 
@@ -176,6 +177,8 @@ def compare_runs(
                     "ranked by coverage grounded in careful reading: PPI++ per run (the judge's labels on every "
                     "question, readers' on a simple random sample), 95% interval exact-binomial at the effective n "
                     "(backtest.core.ppi); judge-only rates stand beside it, labelled as such",
+                    "rank: by the lower end of the grounded coverage interval (what careful reading lets a system "
+                    "claim at least), then by its estimate",
                     "grounded tests: z-test of the difference per pair, Holm within each rate's family of pairs",
                 ]
                 if grounded
@@ -204,10 +207,14 @@ def _judge_order(r: dict[str, Any]) -> tuple:
 
 
 def _grounded_order(r: dict[str, Any]) -> tuple:
+    """Read runs first, by the lower end of the grounded coverage interval (what careful reading lets a system
+    claim at least: a 2-question set does not top 40-question ones on a wide interval), then by its estimate,
+    then grounded answered and premise refuted."""
     g = r["grounded"]
     if g is None:
         return (1, *_judge_order(r))
-    return (0, *(-g["rates"][key]["estimate"] for key, _ in GROUNDED), r["label"])
+    cov = g["rates"]["coverage"]
+    return (0, -cov["ci95"][0], *(-g["rates"][key]["estimate"] for key, _ in GROUNDED), r["label"])
 
 
 def _grounded_cells(r: dict[str, Any]) -> dict[str, Any]:
@@ -386,7 +393,7 @@ def render_markdown(comparison: dict[str, Any]) -> str:
     out += ["## Leaderboard", "", "| " + " | ".join(headers) + " |", "|---" * len(headers) + "|"]
     for entry in comparison["leaderboard"]:
         r = rows[entry["label"]]
-        out.append("| " + " | ".join(md_escape(c) for c, _ in cells(entry, r)) + " |")
+        out.append("| " + " | ".join(markdown_cell(c) for c, _ in cells(entry, r)) + " |")
     if not comparison.get("grounded"):
         out += ["", "> Ranked by the judge's labels alone: not grounded in careful reading (`--labels DIR`)."]
     if comparison.get("grounded_tests"):
@@ -400,14 +407,15 @@ def render_markdown(comparison: dict[str, Any]) -> str:
         for t in comparison["grounded_tests"]:
             lo, hi = t["ci95"]
             out.append(
-                f"| {t['rate']} | {md_escape(t['a'])} | {md_escape(t['b'])} | {100 * t['difference']:+.1f} points "
+                f"| {t['rate']} | {markdown_cell(t['a'])} | {markdown_cell(t['b'])} | "
+                f"{100 * t['difference']:+.1f} points "
                 f"[{100 * lo:+.1f}, {100 * hi:+.1f}] | {_p(t['p_value'])} | {_p(t['p_holm'])} |"
             )
     out += ["", "## The judge's labels per run (a judge on one label, or missing a label readers use, is flagged)", ""]
     out += ["| system | " + " | ".join(OUTCOMES) + " | flags |", "|---" * (len(OUTCOMES) + 2) + "|"]
     for r in comparison["systems"]:
         counts = " | ".join(str(r["judge_outcomes"][o]) for o in OUTCOMES)
-        out.append(f"| {md_escape(r['label'])} | {counts} | {md_escape('; '.join(r['judge_flags']) or '–')} |")
+        out.append(f"| {markdown_cell(r['label'])} | {counts} | {markdown_cell('; '.join(r['judge_flags']) or '–')} |")
     out += ["", "## Judge validity (agreement with careful reading; rates are only as good as this)", ""]
     for line in dict.fromkeys(
         f"{(r['judge'] or {}).get('name')}: {r['judge_validity']}" for r in comparison["systems"]
@@ -440,12 +448,6 @@ def render_markdown(comparison: dict[str, Any]) -> str:
         )
     out += ["", *[f"- {n}" for n in comparison["notes"]], ""]
     return "\n".join(out)
-
-
-def md_escape(text: str) -> str:
-    """A string for a Markdown table cell: HTML-escaped (a question or a judge's name is the submitter's text)
-    and with ``|`` escaped."""
-    return html.escape(str(text)).replace("|", "\\|")
 
 
 def _grounded_pct(rate: dict[str, Any] | None) -> str:
@@ -507,6 +509,33 @@ def leaderboard_columns(comparison: dict[str, Any]):
     else:
         columns = head + judge_only + tail
     return [c for c, _ in columns], lambda e, r: [f(e, r) for _, f in columns]
+
+
+def render_grounded_table(comparison: dict[str, Any]) -> str:
+    """The headline table of a comparison with labels, as Markdown (what results/README.md quotes): per run in
+    leaderboard order, N, n read, grounded coverage with its interval, effective n, the judge's kappa on the
+    sample, the judge-only coverage beside it, and grounded answered and premise refuted."""
+    if not comparison.get("grounded"):
+        raise BadInput("no labels: a grounded table needs compare --labels")
+    rows = {r["label"]: r for r in comparison["systems"]}
+    out = [
+        "| rank | system | N | n read | coverage, grounded [95%] | effective n | κ judge vs readers "
+        "| coverage, judge only | answered, grounded [95%] | premise refuted, grounded [95%] |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in comparison["leaderboard"]:
+        r = rows[e["label"]]
+        g = (r["grounded"] or {}).get("rates") or {}
+        cov = g.get("coverage") or {}
+        kappa = cov.get("kappa")
+        out.append(
+            f"| {e['rank']} | {markdown_cell(e['label'])} | {r['n_questions']} | {cov.get('n_labelled', '–')} "
+            f"| {_grounded_pct(g.get('coverage'))} | "
+            + (f"{cov['effective_n']:.1f}" if cov else "–")
+            + f" | {'–' if kappa is None else f'{kappa:.2f}'} | {_pct(r['coverage'])} "
+            f"| {_grounded_pct(g.get('answered'))} | {_grounded_pct(g.get('premise_refuted'))} |"
+        )
+    return "\n".join(out) + "\n"
 
 
 def forest_plot_png(comparison: dict[str, Any]) -> bytes:
@@ -666,6 +695,7 @@ __all__ = [
     "compare_runs",
     "load_run",
     "render_markdown",
+    "render_grounded_table",
     "render_html",
     "html_sections",
     "forest_plot_png",

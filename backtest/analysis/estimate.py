@@ -39,10 +39,10 @@ from backtest.core.ppi import PPIRate, ppi_rate, rate_difference
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, Output, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, cohen_kappa
 from backtest.core.workspace import Workspace
+from backtest.scoring.metrics import collapse_flags
 
 HEADLINE = "coverage"
 ADJUDICATED = "adjudicated"
-COLLAPSE_SHARE = 0.9
 
 
 def _outcome_is(label: str) -> Callable[[Any], bool]:
@@ -177,6 +177,19 @@ def load_label_set(folder: str | Path) -> LabelSet:
     return LabelSet(folder, decode, decode.design, readers, adjudicated)
 
 
+def discover_label_sets(ws: Workspace) -> list[Path]:
+    """The export folders under ``judges/validation/`` that can ground estimates: a simple random sample design
+    and readers' labels (what ``leaderboard --all`` uses when no ``--labels`` is given)."""
+    found = []
+    for decode in sorted((ws.judges / "validation").glob("*/decode.json")):
+        try:
+            load_label_set(decode.parent)
+        except BadInput:
+            continue
+        found.append(decode.parent)
+    return found
+
+
 def _reader_values(
     label_set: LabelSet, item_ids: Sequence[str], test: Callable[[Any], bool]
 ) -> tuple[list[float], int, list[bool | None]]:
@@ -280,21 +293,6 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
         reader_outcomes={o: round(reader_outcomes.get(o, 0.0), 4) for o in OUTCOMES},
         flags=collapse_flags(dict(judge_outcomes), reader_outcomes),
     )
-
-
-def collapse_flags(judge_outcomes: dict[str, int], reader_outcomes: dict[str, float] | None = None) -> list[str]:
-    """What marks a collapsed judge on a run: more than 90% of the run on one outcome label, or an outcome the
-    readers used on the run's sample that the judge never gives there (module docstring)."""
-    flags = []
-    total = sum(judge_outcomes.values())
-    if total:
-        top, k = max(judge_outcomes.items(), key=lambda kv: (kv[1], kv[0]))
-        if k / total > COLLAPSE_SHARE:
-            flags.append(f"the judge puts {k} of {total} questions ({k / total:.0%}) on {top}")
-    for label in OUTCOMES:
-        if reader_outcomes and reader_outcomes.get(label, 0) > 0 and not judge_outcomes.get(label):
-            flags.append(f"the judge never says {label}, which the readers gave on this run's sample")
-    return flags
 
 
 def _rate_record(pr: PPIRate, kappa: float | None, disagreements: int) -> RateEstimate:

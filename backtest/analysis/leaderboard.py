@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from backtest.analysis.compare import compare_runs, html_sections, load_run, run_questions
 from backtest.core.errors import BadInput
@@ -112,15 +112,26 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
         f"<li>retriever {_retriever_cell(_run_retriever(folder, run))}</li>",
         "</ul>",
     ]
-    rates = [
-        [esc(name), rate_cell(_pct_text(row[key]), (row[key] or {}).get("rate"))]
-        for key, name in (
+    grounded = (row.get("grounded") or {}).get("rates") or {}
+    rates = []
+    for (key, name), gkey in zip(
+        (
             ("coverage", "coverage (engaged)"),
             ("answered_rate", "answered"),
             ("premise_refutation_rate", "premise refuted"),
+        ),
+        ("coverage", "answered", "premise_refuted"),
+    ):
+        g = grounded.get(gkey)
+        rates.append(
+            [
+                esc(name),
+                rate_cell(_grounded_text(g), g["estimate"] if g else None),
+                rate_cell(_pct_text(row[key]), (row[key] or {}).get("rate")),
+            ]
         )
-    ]
-    parts += ["<h2>Rates</h2>", table(["metric", "rate [95% CI] (k/n)"], rates, sortable=False)]
+    headers = ["metric", "grounded in careful reading [95%] (n read, effective n)", "judge only [95% CI] (k/n)"]
+    parts += ["<h2>Rates</h2>", table(headers, rates, sortable=False)]
     index_rows = []
     details = []
     for j in judgments:
@@ -158,6 +169,30 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
     )
 
 
+def _grounded_text(rate: dict[str, Any] | None) -> str:
+    if not rate:
+        return "not read (no labelled sample of this run)"
+    lo, hi = rate["ci95"]
+    return (
+        f"{rate['estimate']:.1%} [{lo:.1%}, {hi:.1%}] (n read {rate['n_labelled']} of {rate['n']}, "
+        f"effective n {rate['effective_n']:.1f})"
+    )
+
+
+def _first(comparison: dict[str, Any]) -> str:
+    """The index's "first" cell: the top system and the rate it is ranked by (grounded when read)."""
+    top = comparison["leaderboard"][0]
+    if top.get("grounded_coverage") is not None:
+        lo, hi = top["grounded_coverage_ci95"]
+        return (
+            f"{top['label']} ({top['grounded_coverage']:.1%} [{lo:.1%}, {hi:.1%}] grounded coverage; "
+            f"judge only {top['coverage']:.1%})"
+        )
+    return (
+        f"{top['label']} ({top['coverage']:.1%} coverage, judge only)" if top["coverage"] is not None else top["label"]
+    )
+
+
 def _pct_text(p: dict[str, Any] | None) -> str:
     if not p or p.get("rate") is None:
         return "n/a"
@@ -165,8 +200,11 @@ def _pct_text(p: dict[str, Any] | None) -> str:
     return f"{p['rate']:.1%} [{lo:.1%}, {hi:.1%}] ({p['k']}/{p['n']})"
 
 
-def build_site(run_dirs: list[Path], out: Path, allow_invalid: bool = False) -> list[Path]:
-    """Write the site for ``run_dirs`` into ``out`` (module docstring); returns the pages written."""
+def build_site(
+    run_dirs: list[Path], out: Path, allow_invalid: bool = False, labels: Sequence[str | Path] = ()
+) -> list[Path]:
+    """Write the site for ``run_dirs`` into ``out`` (module docstring); returns the pages written. With
+    ``labels`` (annotate exports with readers' labels) every table ranks by rates grounded in careful reading."""
     if not run_dirs:
         raise BadInput("leaderboard: no run folders (name some, or use --all in a workspace with scored runs)")
     by_instance: dict[str, list[str | Path]] = defaultdict(list)
@@ -177,7 +215,7 @@ def build_site(run_dirs: list[Path], out: Path, allow_invalid: bool = False) -> 
     written: list[Path] = []
     summary_rows = []
     for instance in sorted(by_instance):
-        comparison = compare_runs(by_instance[instance], allow_invalid=allow_invalid)
+        comparison = compare_runs(by_instance[instance], allow_invalid=allow_invalid, labels=labels)
         runs = {Path(r["path"]): r for r in comparison["systems"]}
         links = {r["label"]: _page_name(r["label"]) for r in comparison["systems"]}
         settings = []
@@ -210,23 +248,37 @@ def build_site(run_dirs: list[Path], out: Path, allow_invalid: bool = False) -> 
         )
         for row in comparison["systems"]:
             written.append(atomic_write_text(folder / links[row["label"]], system_page(row, "index.html")))
-        top = comparison["leaderboard"][0]
         summary_rows.append(
             [
                 f"<a href='{esc(instance)}/index.html'>{esc(instance)}</a>",
                 esc(str(cutoff)),
                 str(len(runs)),
                 esc(", ".join(sorted({(r["judge"] or {}).get("name") or "?" for r in comparison["systems"]}))),
-                esc(
-                    f"{top['label']} ({top['coverage']:.1%} coverage)" if top["coverage"] is not None else top["label"]
-                ),
+                esc(_first(comparison)),
             ]
         )
+    grounded = bool(labels)
     index = [
         "<h1>backtest leaderboard</h1>",
-        "<p>Each instance's page ranks its systems with 95% intervals; each system's page shows every question, "
-        "its labels and the documents the judge was shown.</p>",
-        table(["instance", "cutoff", "runs", "judges", "first by coverage"], summary_rows, table_id="instances"),
+        "<p>Each instance's page ranks its systems with 95% intervals"
+        + (
+            " by coverage grounded in careful reading (PPI++ per run: the judge's labels on every question and "
+            "readers' labels on a random sample of each run); the judge-only rates stand beside it"
+            if grounded
+            else "; the ranking is the judge's alone, not grounded in careful reading"
+        )
+        + "; each system's page shows every question, its labels and the documents the judge was shown.</p>",
+        table(
+            [
+                "instance",
+                "cutoff",
+                "runs",
+                "judges",
+                "first by grounded coverage" if grounded else "first by coverage (judge only)",
+            ],
+            summary_rows,
+            table_id="instances",
+        ),
     ]
     written.insert(0, atomic_write_text(out / "index.html", page("backtest leaderboard", index)))
     return written

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from backtest.cli.common import OutPath, echo_json, json_option, workspace
+from backtest.cli.estimate import labels_option
 
 
 @click.group("import")
@@ -89,12 +90,17 @@ def import_sqb_annotation_cmd(path, out):
     help="FILE.md, FILE.json or FILE.html, or a folder for compare.{md,json,html}.",
 )
 @click.option("--allow-invalid", is_flag=True, help="Include runs marked valid=false (shown as INVALID everywhere).")
+@labels_option()
 @json_option
-def compare_cmd(run_dirs, out, allow_invalid, as_json):
-    """Compare runs: systems x metrics with 95% CP intervals, Fisher tests, leaderboard."""
+def compare_cmd(run_dirs, out, allow_invalid, labels, as_json):
+    """Compare runs: systems x metrics with 95% CP intervals, Fisher tests, leaderboard.
+
+    With --labels (a readers' sample of each run) the leaderboard ranks by rates grounded in careful reading
+    (PPI++ per run) with the judge-only rates beside them; without, the ranking is the judge's alone.
+    """
     from backtest.analysis.compare import compare_runs, render_markdown, write_outputs
 
-    comparison = compare_runs(list(run_dirs), allow_invalid=allow_invalid)
+    comparison = compare_runs(list(run_dirs), allow_invalid=allow_invalid, labels=labels)
     if out:
         for path in write_outputs(comparison, out):
             click.echo(f"wrote {path}", err=True)
@@ -115,17 +121,27 @@ def compare_cmd(run_dirs, out, allow_invalid, as_json):
     help="Folder for the site (index.html, <instance>/index.html, <instance>/<system>.html).",
 )
 @click.option("--allow-invalid", is_flag=True, help="Include runs marked valid=false (shown as INVALID everywhere).")
+@labels_option()
 @click.pass_context
-def leaderboard_cmd(ctx, run_dirs, all_runs, out, allow_invalid):
+def leaderboard_cmd(ctx, run_dirs, all_runs, out, allow_invalid, labels):
     """Build a static leaderboard site from scored runs: per instance the systems x metrics table with 95%
     intervals, Fisher/Holm bands and a forest plot; per system every question, its labels and the documents
-    the judge was shown. Self-contained (no CDN), sortable tables, opens from file://."""
+    the judge was shown. Self-contained (no CDN), sortable tables, opens from file://.
+
+    With --labels, or with --all and labelled samples under judges/validation/, tables rank by coverage
+    grounded in careful reading (PPI++ per run); judge-only rates stand beside it."""
+    from backtest.analysis.estimate import discover_label_sets
     from backtest.analysis.leaderboard import build_site, discover_runs
 
     if bool(run_dirs) == all_runs:
         raise click.UsageError("name run folders or pass --all (not both)")
-    runs = discover_runs(workspace(ctx)) if all_runs else list(run_dirs)
-    pages = build_site(runs, out, allow_invalid=allow_invalid)
+    ws = workspace(ctx)
+    runs = discover_runs(ws) if all_runs else list(run_dirs)
+    if all_runs and not labels:
+        labels = tuple(discover_label_sets(ws))
+        if labels:
+            click.echo(f"grounded in the labelled samples {', '.join(ws.relative(p) for p in labels)}", err=True)
+    pages = build_site(runs, out, allow_invalid=allow_invalid, labels=labels)
     click.echo(f"wrote {len(pages)} pages; open {pages[0]}")
 
 

@@ -85,6 +85,13 @@ def table(
     return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def markdown_cell(text: object) -> str:
+    """Text safe inside a Markdown table cell or line: whitespace (newlines too) folded, HTML escaped (a Markdown
+    renderer passes raw HTML through, and questions, premises and judge names are other people's text) and
+    pipes escaped."""
+    return html.escape(" ".join(str(text).split())).replace("|", "\\|")
+
+
 def rate_cell(text: str, rate: float | None) -> str:
     """A cell that shows ``text`` and sorts by ``rate`` (missing rates sort first)."""
     return f"<td data-sort='{-1 if rate is None else round(rate, 6)}'>{html.escape(text)}</td>"

@@ -56,6 +56,7 @@ LEAD_TIME_REASON = (
     "observes only when the future corpus engaged it, so lead time is not estimated"
 )
 LAG_NOTE = "lower bound from judge-cited evidence only"
+COLLAPSE_SHARE = 0.9  # a judge that puts more of a run than this on one outcome label is flagged
 _BIBCODE_YEAR = re.compile(r"^((?:1[89]|20)\d{2})[A-Za-z&]")  # ADS bibcode: YYYY + journal
 
 
@@ -234,3 +235,18 @@ def format_rate(rate: dict[str, Any] | None) -> str:
         return "–"
     lo, hi = rate["ci95"]
     return f"{rate['rate']:.3f} [{lo:.3f}, {hi:.3f}] ({rate['k']}/{rate['n']})"
+
+
+def collapse_flags(judge_outcomes: dict[str, int], reader_outcomes: dict[str, float] | None = None) -> list[str]:
+    """What marks a collapsed judge on a run: more than 90% of the run on one outcome label, or an outcome the
+    readers used on the run's sample that the judge never gives there (more than ``COLLAPSE_SHARE``)."""
+    flags = []
+    total = sum(judge_outcomes.values())
+    if total:
+        top, k = max(judge_outcomes.items(), key=lambda kv: (kv[1], kv[0]))
+        if k / total > COLLAPSE_SHARE:
+            flags.append(f"the judge puts {k} of {total} questions ({k / total:.0%}) on {top}")
+    for label in OUTCOMES:
+        if reader_outcomes and reader_outcomes.get(label, 0) > 0 and not judge_outcomes.get(label):
+            flags.append(f"the judge never says {label}, which the readers gave on this run's sample")
+    return flags

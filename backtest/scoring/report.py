@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from backtest.core.fileio import atomic_write_text
+from backtest.core.html import markdown_cell
 from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Judgment, Question, Rate, Retrieval
 from backtest.core.stats import clopper_pearson
 from backtest.judge.cards import NOT_VALIDATED
@@ -200,26 +201,41 @@ def contamination_lines(run: dict[str, Any]) -> tuple[str, list[str]]:
     return head, [f"{qid}: {'; '.join(terms)}" for qid, terms in (probe.get("flagged") or {}).items()]
 
 
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: whitespace (newlines too) folded, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+def judge_labels_line(judgments: Sequence[Judgment]) -> str:
+    """How the judge spread the run over the outcome labels (its rates are its own, not careful reading's)."""
+    counts = Counter(j.outcome for j in judgments)
+    spread = ", ".join(f"{o} {counts.get(o, 0)}" for o in OUTCOMES)
+    return (
+        f"the judge's outcome labels: {spread} (judge-only rates; grounded rates: "
+        "`backtest estimate RUN --labels DIR` with a read sample of this run)"
+    )
+
+
+def judge_flags(judgments: Sequence[Judgment]) -> list[str]:
+    """The flags of a collapsed judge on this run (:func:`backtest.scoring.metrics.collapse_flags`)."""
+    from backtest.scoring.metrics import collapse_flags
+
+    return collapse_flags(dict(Counter(j.outcome for j in judgments)))
 
 
 def render_markdown(
     run: dict[str, Any], questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
 ) -> str:
     """The Markdown report. ``validity`` is the judge's validity-card line (``not validated`` when None)."""
-    lines = [f"# Run {run.get('run_id')}: {run.get('system')} on {run.get('instance_id')}", ""]
+    c = markdown_cell
+    lines = [f"# Run {c(run.get('run_id'))}: {c(run.get('system'))} on {c(run.get('instance_id'))}", ""]
     judge = run.get("judge") or {}
     retr = run.get("retriever") or {}
     lines += [
-        f"- frozen set: `{run.get('frozen_path')}` (seal `{str(run.get('frozen_seal'))[:16]}…`)",
-        f"- cutoff: {run.get('cutoff')}; questions: {len(questions)}",
-        f"- retriever: {retr.get('method', '?')} (k={retr.get('k', '?')})",
-        f"- judge: {judge.get('name')} (model {judge.get('model')}, protocol {judge.get('protocol')}, "
-        f"prompt `{str(judge.get('prompt_sha256'))[:12]}…`, config `{str(judge.get('config_sha256'))[:12]}…`)",
-        f"- valid (leakage checks): {run.get('valid')}",
-        f"- contamination probe: {contamination_lines(run)[0]}",
+        f"- frozen set: `{c(run.get('frozen_path'))}` (seal `{c(str(run.get('frozen_seal'))[:16])}…`)",
+        f"- cutoff: {c(run.get('cutoff'))}; questions: {len(questions)}",
+        f"- retriever: {c(retr.get('method', '?'))} (k={c(retr.get('k', '?'))})",
+        f"- judge: {c(judge.get('name'))} (model {c(judge.get('model'))}, protocol {c(judge.get('protocol'))}, "
+        f"prompt `{c(str(judge.get('prompt_sha256'))[:12])}…`, config `{c(str(judge.get('config_sha256'))[:12])}…`)",
+        f"- valid (leakage checks): {c(run.get('valid'))}",
+        f"- contamination probe: {c(contamination_lines(run)[0])}",
+        f"- {c(judge_labels_line(judgments))}",
+        *(f"- **flag**: {c(flag)}" for flag in judge_flags(judgments)),
     ]
     spend = cost_line(run)
     lines += ([f"- {spend}"] if spend else []) + [""]
@@ -244,10 +260,10 @@ def render_markdown(
     ]
     for row in _question_rows(questions, retrievals, judgments):
         sim = f"{row['top1']:.3f}" if isinstance(row["top1"], float) else "–"
-        spent = f" {_cell(costs.get(row['id'], '–'))} |" if costs else ""
+        spent = f" {markdown_cell(costs.get(row['id'], '–'))} |" if costs else ""
         lines.append(
-            f"| {_cell(row['id'])} | {_cell(row['outcome'])} | {_cell(row['premise'])} | {sim} | "
-            f"{_cell(', '.join(row['cited']))} | {_cell('; '.join(row['flags']))} |{spent} {_cell(row['question'])} |"
+            f"| {c(row['id'])} | {c(row['outcome'])} | {c(row['premise'])} | {sim} | "
+            f"{c(', '.join(row['cited']))} | {c('; '.join(row['flags']))} |{spent} {c(row['question'])} |"
         )
     leak = run.get("leakage") or []
     if leak:
@@ -255,7 +271,7 @@ def render_markdown(
             f"- {c.get('name')}: {c.get('status')} — {c.get('summary', c.get('reason', ''))}" for c in leak
         ]
     head, flagged = contamination_lines(run)
-    lines += ["", "## Contamination probe", "", head, ""] + [f"- {_cell(line)}" for line in flagged]
+    lines += ["", "## Contamination probe", "", head, ""] + [f"- {markdown_cell(line)}" for line in flagged]
     return "\n".join(lines) + "\n"
 
 
@@ -304,6 +320,8 @@ def render_html(
         f"config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
         f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li>",
         f"<li>contamination probe: {esc(contamination_lines(run)[0])}</li>",
+        f"<li id='judge-labels'>{esc(judge_labels_line(judgments))}</li>",
+        *(f"<li class='flag'><b>flag</b>: {esc(flag)}</li>" for flag in judge_flags(judgments)),
     ]
     spend = cost_line(run)
     parts.append((f"<li id='judge-cost'>{esc(spend)}</li>" if spend else "") + "</ul>")
