@@ -38,3 +38,23 @@ def run(args) -> dict:
         "max_width_ratio_vs_labels_only": max(c["width_ratio_vs_labels_only"] for c in cells),
         "cells": cells,
     }
+
+
+def summary(results: dict) -> str:
+    """The coverage table docs/grounded.md quotes (filled by ``scripts/gen_docs.py``)."""
+    lines = [
+        "| true rate | judge κ | covered: published | covered: normal PPI++ | covered: labels only "
+        "| mean width: published | mean width: labels only | mean effective n |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in results["cells"]:
+        lines.append(
+            f"| {c['rate']:g} | {c['kappa']:g} | {c['covered']:.1%} | {c['covered_normal']:.1%} | "
+            f"{c['covered_labels_only']:.1%} | {c['mean_width']:.3f} | {c['mean_width_labels_only']:.3f} | "
+            f"{c['mean_effective_n']:.1f} |"
+        )
+    lines.append(
+        f"\n{results['draws_per_cell']:,} seeded draws per cell; runs of {results['n_total']} questions, "
+        f"{results['n_labelled']} read (`bench/results/ppi_coverage.json`, {results['_meta']['when'][:10]})."
+    )
+    return "\n".join(lines)

@@ -11,6 +11,10 @@ It also fills the benchmark blocks of the committed pages (``docs/*.md``, ``READ
 between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` is replaced by ``summary(results)`` of
 ``bench/bench_NAME.py``, given ``bench/results/NAME.json``, so every number the docs quote is
 generated from a committed result (``tests/test_docs.py`` fails when a block is out of date).
+
+The same way, ``<!-- grounded:INSTANCE -->`` blocks (``results/README.md``) are the label-grounded table of the
+committed runs of INSTANCE (``compare --labels`` with the labelled samples under ``judges/validation/``), so
+the published ranking follows from the committed judgments and readers' labels.
 """
 
 from __future__ import annotations
@@ -125,8 +129,32 @@ def fill_bench_blocks(text: str) -> str:
     return BLOCK.sub(lambda m: m.group(1) + bench_summary(m.group("name")) + m.group(4), text)
 
 
+GROUNDED = re.compile(r"(<!-- grounded:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /grounded:(?P=name) -->)", re.S)
+
+
+def grounded_table(instance: str) -> str:
+    """The label-grounded table of the committed runs of ``instance`` (``compare --labels``)."""
+    from backtest.analysis.compare import compare_runs, render_grounded_table
+    from backtest.analysis.estimate import discover_label_sets
+    from backtest.core.workspace import Workspace
+
+    ws = Workspace(ROOT)
+    runs = sorted(p.parent for p in (ws.results / instance).glob("*/*/RUN.json"))
+    return render_grounded_table(compare_runs(runs, ws=ws, labels=discover_label_sets(ws)))
+
+
+def fill_grounded_blocks(text: str) -> str:
+    """``text`` with every ``<!-- grounded:INSTANCE -->`` block rendered from the committed runs and labels."""
+    return GROUNDED.sub(lambda m: m.group(1) + grounded_table(m.group("name")) + m.group(4), text)
+
+
 def pages_with_bench_blocks() -> list[Path]:
     return [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if BLOCK.search(p.read_text())]
+
+
+def pages_with_grounded_blocks() -> list[Path]:
+    pages = [ROOT / "README.md", ROOT / "results" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [p for p in pages if GROUNDED.search(p.read_text())]
 
 
 def main() -> int:
@@ -136,6 +164,12 @@ def main() -> int:
         if filled != text:
             page.write_text(filled, encoding="utf-8")
             print(f"filled the benchmark numbers of {page.relative_to(ROOT)}")
+    for page in pages_with_grounded_blocks():
+        text = page.read_text(encoding="utf-8")
+        filled = fill_grounded_blocks(text)
+        if filled != text:
+            page.write_text(filled, encoding="utf-8")
+            print(f"filled the grounded tables of {page.relative_to(ROOT)}")
     OUT.mkdir(parents=True, exist_ok=True)
     for name, render in (("cli.md", cli_page), ("schemas.md", schemas_page), ("benchmarks.md", benchmarks_page)):
         (OUT / name).write_text(render() + "\n", encoding="utf-8")

@@ -71,3 +71,15 @@ def test_the_numbers_the_docs_quote_are_the_committed_benchmark_results() -> Non
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert docs.fill_bench_blocks(text) == text, f"{page.name}: run `make docs` (or scripts/gen_docs.py)"
+
+
+def test_the_committed_tables_follow_from_the_committed_labels() -> None:
+    """Every ``<!-- grounded:INSTANCE -->`` block (results/README.md) is the label-grounded table that
+    ``compare --labels`` computes now from the committed runs and readers' labels: a number typed by hand, or a
+    label changed without regenerating the table, fails."""
+    docs = gen_docs()
+    pages = docs.pages_with_grounded_blocks()
+    assert any(p.name == "README.md" and p.parent.name == "results" for p in pages)
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert docs.fill_grounded_blocks(text) == text, f"{page}: run `make docs` (or scripts/gen_docs.py)"

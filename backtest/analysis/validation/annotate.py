@@ -264,11 +264,15 @@ def render_pair(pair: PairItem) -> str:
 def _items_header(items: Sequence[AnnotationItem]) -> str:
     """The top of ``items.md``: when the questions were written, from their cutoff (the codebook's own
     wording names the reference release's date, which is not this export's)."""
-    cutoffs = ", ".join(sorted({str(i.question.cutoff_date) for i in items}))
+    cutoffs = sorted({str(i.question.cutoff_date) for i in items})
+    when = (
+        f"on or before **{cutoffs[0]}**; every document shown was published after that date"
+        if len(cutoffs) == 1
+        else "on or before the cutoff date each item names above its documents, which were published after it"
+    )
     return (
-        f"# Items\n\nEach question was written from literature published on or before **{cutoffs}**; "
-        "every document shown was published after that date. Where the codebook names another date, "
-        "read this one.\n\n"
+        f"# Items\n\nEach question was written from literature published {when}. Where the codebook names "
+        "another date, read this one.\n\n"
     )
 
 
