@@ -143,10 +143,14 @@ class FittedPairwiseJudge:
 
     # ----------------------------------------------------------------- validation
 
+    def trained_on(self, pairs: Sequence[Pair]) -> list[bool]:
+        """Per pair: whether it was in the training set."""
+        trained = set(self.weights.get("trained_on", {}).get("pair_sha256", []))
+        return [pair_hash(ctx.text, a.output, b.output) in trained for _, ctx, a, b in pairs]
+
     def training_overlap(self, pairs: Sequence[Pair]) -> bool:
         """True when any of ``pairs`` was in the training set."""
-        trained = set(self.weights.get("trained_on", {}).get("pair_sha256", []))
-        return any(pair_hash(ctx.text, a.output, b.output) in trained for _, ctx, a, b in pairs)
+        return any(self.trained_on(pairs))
 
     def cross_validate(
         self, pairs: Sequence[Pair], truth: dict[str, str], folds: int = 5, seed: int = 0

@@ -237,14 +237,22 @@ judge_group.add_command(batch_group)
     help="Write validation.json and validation.html here.",
 )
 @click.option("--no-card", is_flag=True, help="Do not write the judge's validity card.")
-@click.option("--folds", type=int, default=5, show_default=True, help="Folds when a fitted judge is cross-validated.")
+@click.option(
+    "--cross-validate",
+    is_flag=True,
+    help="Refit a fitted judge per fold on this set's labels (measures the method, not the shipped weights). "
+    "Default: the shipped weights as-is on the items they were never fitted on.",
+)
+@click.option("--folds", type=int, default=5, show_default=True, help="Folds with --cross-validate.")
 @click.option(
     "--n-boot", type=int, default=2000, show_default=True, help="Bootstrap replicates for the kappa intervals."
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @json_option
 @click.pass_context
-def judge_validate(ctx, items, label_specs, judge_spec, pairwise, set_name, out, no_card, folds, n_boot, seed, as_json):
+def judge_validate(
+    ctx, items, label_specs, judge_spec, pairwise, set_name, out, no_card, cross_validate, folds, n_boot, seed, as_json
+):
     """Run a judge on exactly the ITEMS' documents and measure it against the readers' labels.
 
     Prints kappa with 95% intervals for outcome, premise and engaged-vs-not, per reader and
@@ -259,13 +267,20 @@ def judge_validate(ctx, items, label_specs, judge_spec, pairwise, set_name, out,
         from backtest.arena.pairwise import get_pairwise_judge
 
         judge = get_pairwise_judge(judge_spec, ws.root)
-        report = validate_pairs(items, label_specs, judge, folds=folds, seed=seed)
+        report = validate_pairs(items, label_specs, judge, folds=folds, seed=seed, cross_validate=cross_validate)
     else:
         from backtest.judge import get_judge
 
         judge = get_judge(judge_spec, ws)
         report = validate_items(
-            items, label_specs, judge, n_boot=n_boot, seed=seed, folds=folds, progress=progress_enabled()
+            items,
+            label_specs,
+            judge,
+            n_boot=n_boot,
+            seed=seed,
+            folds=folds,
+            progress=progress_enabled(),
+            cross_validate=cross_validate,
         )
     if out:
         write_report(report, out)

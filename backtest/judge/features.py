@@ -10,6 +10,7 @@ the share of the question's specific two-word phrases the document uses too.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Sequence
 
@@ -28,13 +29,15 @@ KNOWN_FEATURES = (
     "question_sim",
     "title_sim",
     "term_coverage",
+    "bigram_matches",
+    "term_matches",
 )
-#: the features of the packaged default weights (``weights/offline-v2.json``), and of ``judge fit`` unless told
-#: otherwise. Chosen on the labelled development set (judges/validation/README.md) by cross-validated agreement,
-#: from a wider set that also held sentence-level similarity, shared-term counts, objects, numbers, cue counts
-#: and the question's form. ``claim_sim_margin`` raised the development set's cross-validated kappa (0.54 to 0.60,
-#: mean of three fold seeds) but not the held-out set's (0.26 to 0.27), so the default stays without it. The other
-#: candidates were measured the same way (``scripts/judge_feature_study.py``; judges/validation/feature-study.md).
+#: the features of ``weights/offline-v2.json`` and of ``judge fit`` unless told otherwise. Chosen on the labelled
+#: development set (judges/validation/README.md) by cross-validated agreement, from a wider set that also held
+#: sentence-level similarity, shared-term counts, objects, numbers, cue counts and the question's form
+#: (``scripts/judge_feature_study.py``; judges/validation/feature-study.md). The default weights,
+#: ``offline-v3.json``, name their own, chosen by leave-one-system-out on every labelled set
+#: (``scripts/judge_system_study.py``; judges/validation/system-study.md).
 DOC_FEATURES = ("claim_sim", "bigram_coverage")
 _LEXICON: _Lexicon | None = None
 
@@ -87,7 +90,9 @@ def document_features(
     documents shown; ``question_sim``: cosine between the document and the question with its
     premise (:func:`question_text`); ``title_sim``: cosine between the document's title alone
     and the claim (a title states what a paper is about); ``term_coverage``: the share of the
-    question's specific terms the document uses.
+    question's specific terms the document uses; ``bigram_matches`` and ``term_matches``: how many of them the
+    document uses (log(1 + count)): a share of a generic question's handful of phrases is easily high by topic
+    alone, a count of shared specific phrases is not.
     Each text is embedded in a batch of its own question's texts, so a question's features
     depend on that question alone (a resumed run gets the same numbers).
     """
@@ -132,6 +137,8 @@ def document_features(
             "title_sim": float(title_sims[i]),
             "bigram_coverage": len(q_bigrams & bigrams(doc_texts[i])) / max(1, len(q_bigrams)),
             "term_coverage": len(q_terms & doc_terms) / max(1, len(q_terms)),
+            "bigram_matches": math.log1p(len(q_bigrams & bigrams(doc_texts[i]))),
+            "term_matches": math.log1p(len(q_terms & doc_terms)),
         }
         rows.append([values[name] for name in names])
         notes.append(

@@ -22,10 +22,14 @@ the same input gives the same labels on every machine):
 4. **Abstention.** When the best probability is within ``review_margin`` of the
    threshold the judgment is flagged ``needs_review`` (it still carries a label).
 
-The weights file (``weights/offline-v2.json``, versioned) records the features, the
+The weights file (``weights/offline-v3.json``, versioned) records the features, the
 scaler, the coefficients, the threshold, and the sha256 of every training item, so
-``judge validate`` never scores the judge on items it was fitted to: on a labelled set
-that overlaps its training set it cross-validates instead (:meth:`FittedJudge.cross_validate`).
+``judge validate`` never scores the judge on items it was fitted to: it validates the shipped
+weights as-is on the items they never saw and sets the rest aside, or, asked to
+(``--cross-validate``), refits per fold (:meth:`FittedJudge.cross_validate`). The default weights are
+fitted on every labelled outcome set (``scripts/judge_system_study.py``; its card's headline is nested
+leave-one-system-out agreement); ``weights/offline-v2.json``, fitted on ``outcomes-v1`` only, judged the
+committed release runs and is kept for their replay (``judges/offline-v2.toml``).
 ``backtest judge fit`` refits on a user's own labelled set (:func:`fit_weights`).
 """
 
@@ -47,7 +51,7 @@ from backtest.judge.features import DOC_FEATURES, KNOWN_FEATURES, document_featu
 PROTOCOL = "offline-fit-v2"
 WEIGHTS_FORMAT = "offline-fit-v2-weights"  # what a weights file says it is (checked on load)
 WEIGHTS_VERSION = "1"
-DEFAULT_WEIGHTS = Path(__file__).with_name("weights") / "offline-v2.json"
+DEFAULT_WEIGHTS = Path(__file__).with_name("weights") / "offline-v3.json"
 MIN_CLASS = 3  # a label needs this many training examples to be predicted
 
 
@@ -239,10 +243,14 @@ class FittedJudge:
 
     # ----------------------------------------------------------------- validation
 
+    def trained_on(self, items: Sequence[Any]) -> list[bool]:
+        """Per item (AnnotationItem): whether it was in this judge's training set."""
+        trained = set(self.weights.get("trained_on", {}).get("item_sha256", []))
+        return [item_hash(it.question, it.retrieved()) in trained for it in items]
+
     def training_overlap(self, items: Sequence[Any]) -> bool:
         """True when any of ``items`` (AnnotationItems) was in this judge's training set."""
-        trained = set(self.weights.get("trained_on", {}).get("item_sha256", []))
-        return any(item_hash(it.question, it.retrieved()) in trained for it in items)
+        return any(self.trained_on(items))
 
     def cross_validate(
         self, items: Sequence[Any], truth: dict[str, Any], folds: int = 5, seed: int = 0

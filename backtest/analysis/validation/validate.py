@@ -9,8 +9,10 @@ matrix, and each label distribution; the raters' agreement with each other too. 
 judge that never uses ``refuted`` or ``weakened`` is flagged.
 
 A **fitted** judge (one that says it was trained on some items) is never scored on its
-own training items: where the labelled set overlaps its training set, its labels come
-from k-fold cross-validation (refit on the other folds), and the report says so.
+own training items: it is validated **as-is**, its shipped weights on the items it never saw,
+and the report says how many items were set aside because they were in its training set. With
+``cross_validate`` it is refitted per fold on the set's own labels instead (k-fold), a measure of
+the method rather than of the shipped weights, and the report says so.
 
 :func:`validate_pairs` does the same for a pairwise (arena) judge on blinded pairs: both
 presentation orders are judged and folded as the arena does; agreement is reported on
@@ -137,21 +139,44 @@ def truth_labels(raters: dict[str, dict[str, Label]]) -> dict[str, Label]:
     return out
 
 
-def judge_items(
-    judge, items: Sequence[AnnotationItem], raters: dict[str, dict[str, Label]], folds: int = 5, seed: int = 0
-) -> tuple[list[Any], str]:
-    """The judge's judgments of the items, and how they were made (``as-is`` or cross-validated).
+def unseen(judge, things: Sequence[Any]) -> list[int]:
+    """Indexes of ``things`` (items, or pairs) a fitted judge was not trained on (all, for any other judge)."""
+    seen = getattr(judge, "trained_on", None)
+    flags = seen(things) if seen is not None else [False] * len(things)
+    return [k for k, was in enumerate(flags) if not was]
 
-    A fitted judge whose training set overlaps the items is cross-validated on the readers' consensus."""
-    overlap = getattr(judge, "training_overlap", None)
-    if overlap is not None and overlap(items):
-        return (
-            judge.cross_validate(items, truth_labels(raters), folds=folds, seed=seed),
-            f"cross-validated ({folds}-fold, refit per fold)",
+
+def _as_is_or_cv(judge, n: int, kept: int, cross_validate: bool, folds: int) -> str:
+    """How a validation was made, or BadInput when there is nothing left to validate the shipped weights on."""
+    if cross_validate:
+        if getattr(judge, "cross_validate", None) is None:
+            raise BadInput(f"--cross-validate needs a fitted judge; {judge.name!r} has no weights to refit")
+        return f"cross-validated ({folds}-fold, refit per fold on this set's labels)"
+    if kept == 0:
+        raise BadInput(
+            f"all {n} labelled items were in judge {judge.name!r}'s training set: validate its shipped weights on "
+            "items it never saw, or pass --cross-validate to measure the method by refitting per fold"
         )
+    return "as-is" + (f" ({n - kept} of {n} items set aside: in the judge's training set)" if kept < n else "")
+
+
+def judge_items(
+    judge,
+    items: Sequence[AnnotationItem],
+    raters: dict[str, dict[str, Label]],
+    folds: int = 5,
+    seed: int = 0,
+    cross_validate: bool = False,
+) -> tuple[list[AnnotationItem], list[Any], str]:
+    """The items judged, the judge's judgments of them, and how they were made: ``as-is`` on the items a fitted
+    judge never saw (the rest set aside), or with ``cross_validate`` refitted per fold on the readers' consensus."""
+    evaluation = _as_is_or_cv(judge, len(items), len(unseen(judge, items)), cross_validate, folds)
+    if cross_validate:
+        return list(items), judge.cross_validate(items, truth_labels(raters), folds=folds, seed=seed), evaluation
     from backtest.validity.controls import judge_all
 
-    return judge_all(judge, [(item.question, item.retrieved()) for item in items]), "as-is"
+    kept = [items[k] for k in unseen(judge, items)]
+    return kept, judge_all(judge, [(item.question, item.retrieved()) for item in kept]), evaluation
 
 
 def validate_items(
@@ -162,6 +187,7 @@ def validate_items(
     seed: int = 0,
     folds: int = 5,
     progress: bool = False,
+    cross_validate: bool = False,
 ) -> dict[str, Any]:
     """The validation report of ``judge`` on the items at ``items_path`` against the named label files."""
     from backtest.analysis.validation.items import read_items
@@ -170,7 +196,10 @@ def validate_items(
     items = read_items(items_path)
     raters, sources = load_raters(label_specs, items_path, [it.item_id for it in items], pairwise=False)
     labelled = [it for it in items if any(it.item_id in r for r in raters.values())]
-    judgments, evaluation = judge_items(judge, labelled, raters, folds=folds, seed=seed)
+    n_labelled = len(labelled)
+    labelled, judgments, evaluation = judge_items(
+        judge, labelled, raters, folds=folds, seed=seed, cross_validate=cross_validate
+    )
     judged = {it.item_id: j for it, j in zip(labelled, judgments)}
     info = judge.info()
     report: dict[str, Any] = {
@@ -182,7 +211,8 @@ def validate_items(
             "path": str(items_path),
             "sha256": sha256_file(items_path),
             "n": len(items),
-            "n_labelled": len(labelled),
+            "n_labelled": n_labelled,
+            "n_set_aside": n_labelled - len(labelled),  # in a fitted judge's training set (as-is validation)
         },
         "labels": sources,
         "n_boot": n_boot,
@@ -274,7 +304,12 @@ def pair_truth(raters: dict[str, dict[str, PairLabel]]) -> dict[str, str]:
 
 
 def validate_pairs(
-    pairs_path: str | Path, label_specs: Sequence[str], judge, folds: int = 5, seed: int = 0
+    pairs_path: str | Path,
+    label_specs: Sequence[str],
+    judge,
+    folds: int = 5,
+    seed: int = 0,
+    cross_validate: bool = False,
 ) -> dict[str, Any]:
     """The pairwise judge against readers' verdicts on blinded pairs (agreement on decided cases, with a 95% CI)."""
     from backtest.analysis.validation.items import read_pairs
@@ -284,14 +319,15 @@ def validate_pairs(
     raters, sources = load_raters(label_specs, pairs_path, [p.item_id for p in pairs], pairwise=True)
     labelled = [p for p in pairs if any(p.item_id in r for r in raters.values())]
     cons = pair_truth(raters)
-    overlap = getattr(judge, "training_overlap", None)
+    n_labelled = len(labelled)
     as_pairs = [(p.item_id, *pair_context(p)) for p in labelled]
-    if overlap is not None and overlap(as_pairs):
+    kept = unseen(judge, as_pairs)
+    evaluation = _as_is_or_cv(judge, n_labelled, len(kept), cross_validate, folds)
+    if cross_validate:
         verdicts = judge.cross_validate(as_pairs, cons, folds=folds, seed=seed)
-        evaluation = f"cross-validated ({folds}-fold, refit per fold)"
     else:
+        labelled = [labelled[k] for k in kept]
         verdicts = [pair_verdict(judge, p) for p in labelled]
-        evaluation = "as-is"
     judged = {p.item_id: v for p, v in zip(labelled, verdicts)}
     info = judge.info()
     report: dict[str, Any] = {
@@ -305,7 +341,8 @@ def validate_pairs(
             "path": str(pairs_path),
             "sha256": sha256_file(pairs_path),
             "n": len(pairs),
-            "n_labelled": len(labelled),
+            "n_labelled": n_labelled,
+            "n_set_aside": n_labelled - len(labelled),
         },
         "labels": sources,
         "vs_rater": {
