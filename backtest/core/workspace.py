@@ -102,9 +102,15 @@ class Workspace:
         return Path(path)
 
     def relative(self, path: str | os.PathLike[str]) -> str:
-        """``path`` relative to the root (POSIX form) when it lies inside it, else the absolute path."""
-        resolved = Path(path).resolve()
-        try:
-            return resolved.relative_to(self.root).as_posix()
-        except ValueError:
-            return str(resolved)
+        """``path`` relative to the root (POSIX form) when it lies inside it, else the absolute path.
+
+        Inside is decided on the path as written first (made absolute, ``..`` folded, links not followed), so a
+        file reached through a workspace folder that is a link (a replay's scratch workspace links ``judges/``)
+        is named by its place in this workspace; then on the resolved path."""
+        written = Path(os.path.abspath(path))
+        for candidate, root in ((written, Path(os.path.abspath(self.root))), (Path(path).resolve(), self.root)):
+            try:
+                return candidate.relative_to(root).as_posix()
+            except ValueError:
+                continue
+        return str(Path(path).resolve())

@@ -12,6 +12,7 @@ Judges are named either by a registered kind that needs no configuration
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
 
@@ -150,14 +151,22 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
             raise BadInput(f"{value}: no such judge config")
         raise BadInput(f"{JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
     config = load_config(config_path)
-    return factory_of_config(JUDGES, config, config_path)(config, config_path.resolve(), ws)
+    # absolute, links not followed: the judge is named by where the workspace has its config (judge_spec_of)
+    return factory_of_config(JUDGES, config, config_path)(config, Path(os.path.abspath(config_path)), ws)
 
 
 def find_config(value: str, root: Path | None) -> Path | None:
     """The TOML config ``value`` names: the path itself, or under ``root``: the path, ``judges/<path>`` or
     ``judges/<value>.toml``; None when there is none (``value`` may then be a registered kind)."""
     path = Path(value)
-    candidates = [path] + ([root / path, root / "judges" / path, root / "judges" / f"{value}.toml"] if root else [])
+    # inside the workspace first: a run records its judge as judges/NAME.toml, which must name the workspace's
+    # config when another workspace (a replay's scratch one) scores from the same working directory
+    inside = (
+        [root / path, root / "judges" / path, root / "judges" / f"{value}.toml"]
+        if root and not path.is_absolute()
+        else []
+    )
+    candidates = inside + [path]
     return next((p for p in candidates if p.suffix == ".toml" and p.is_file()), None)
 
 
