@@ -280,6 +280,32 @@ def test_failed_lines_are_reported_by_custom_id_and_not_cached(exported, tmp_pat
     assert "1 failed line(s), 2 request(s) without a result line; 0 of 3 requests complete" in one_line_error(err)
 
 
+def test_impossible_token_counts_and_an_escaped_key_never_reach_the_cache(exported, tmp_path, cli):
+    """A result line reporting negative or 10^12 tokens is a failed line (it used to record a cost of -9.99 USD, or
+    accept 10^12 tokens); a usable answer quoting the key with JSON escapes is cached with the key redacted (it
+    used to be cached, and its rationale decoded, with the plain key)."""
+    ws, cfg, out, _, _, _ = exported
+    ids = [line["custom_id"] for line in request_lines(out)]
+    negative, huge = output_line(ids[0], answer("not_addressed"), 0), output_line(ids[1], answer("not_addressed"), 1)
+    negative["response"]["body"]["usage"]["prompt_tokens"] = -100000
+    huge["response"]["body"]["usage"]["completion_tokens"] = 10**12
+    escaped = "".join(f"\\u{ord(c):04x}" for c in API_KEY)
+    content = answer("not_addressed").replace('"rationale": "short"', f'"rationale": "key {escaped}"')
+    results = write_lines(tmp_path / "batch" / "results.jsonl", [negative, huge, output_line(ids[2], content, 2)])
+    code, stdout, err = cli(["judge", "batch", "import", results, "--requests", out, "--json"], root=ws.root)
+    assert code == 1
+    summary = json.loads(stdout)
+    reasons = {f["custom_id"]: f["reason"] for f in summary["failed"]}
+    assert "impossible token count (prompt_tokens -100000" in reasons[ids[0]]
+    assert "impossible token count (completion_tokens 1000000000000" in reasons[ids[1]]
+    assert summary["n_imported"] == 1
+    judge = load_llm_judge(str(cfg), ws)
+    manifest = {e["custom_id"]: e for e in read_json(manifest_path_of(out))["requests"]}
+    cached = judge.client.cache.get(manifest[ids[2]]["cache_key"])
+    assert cached is not None and "key [redacted]" in json.dumps(cached) and "\\u0073" not in json.dumps(cached)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()]
+
+
 def test_unusable_inputs_exit_2_with_one_line(exported, tmp_path, cli):
     ws, cfg, out, _, _, _ = exported
     ids = [line["custom_id"] for line in request_lines(out)]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from backtest.core.errors import CheckFailed
 from backtest.core.fileio import read_json, write_json, write_jsonl
 from backtest.core.records import Window, read_output
 from backtest.core.seal import with_seal
@@ -33,6 +34,18 @@ TEMPLATES = (
     "Can a second instrument reproduce the detection claimed in {t}?",
     "Is the trend described in {t} still present in a larger, homogeneous sample?",
 )
+
+
+# The listing at hand ends on 2026-07-01, so no window after today can be graded here: these tests commit as of
+# the cutoff day (the commit's clock, and only it, is set back), when 2025-11-01..2026-07-01 was the future.
+COMMIT_DAY = dt.datetime(2025, 10, 31, 12, 0, tzinfo=dt.timezone.utc)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def committed_on_the_cutoff_day():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("backtest.studies.prospective.commit.utc_now", lambda: COMMIT_DAY)
+        yield
 
 
 def make_submission(folder: Path, ws, n: int = 4, system: str = "hand_ep") -> Path:
@@ -193,6 +206,24 @@ def test_commit_refuses_bad_window_and_existing_folder(committed, cli):
     args[args.index("--window") + 1] = "2025-10-01..2026-07-01"
     code, _, err = cli(args, root=ws.root)
     assert code == 2 and "not after the cutoff" in err
+
+
+def test_commit_refuses_a_window_that_is_not_in_the_future(committed, cli, monkeypatch):
+    """On the real clock (today is after 2025-11-01), the window the other tests commit to already exists: a
+    commitment to it would seal questions after their 'future' was published. Refused, nothing written."""
+    from backtest.studies.prospective import commit as commit_module
+
+    ws, _ = committed
+    sub = ws.root / "submissions" / "hand_ep"
+    monkeypatch.setattr(commit_module, "utc_now", lambda: dt.datetime.now(dt.timezone.utc).replace(microsecond=0))
+    code, _, err = cli(commit_args(ws, [sub], cid="prosp-past"), root=ws.root)
+    assert code == 2 and "on or before today" in err and len(err.strip().splitlines()) == 1
+    assert not (ws.root / "prospective" / "prosp-past").exists()
+    # and a commitment that says it was made once its window had started is never graded (a hand-made one)
+    commitment = Commitment.model_validate(read_json(committed[1] / "COMMITMENT.json"))
+    late = commitment.model_copy(update={"committed_at": "2025-11-02T00:00:00Z"})
+    with pytest.raises(CheckFailed, match="already existed when the questions were sealed"):
+        plan_grade(late, dt.date(2026, 7, 1), provisional=False, today=dt.date(2026, 12, 3))
 
 
 def test_commit_generates_reference_systems_against_the_past_only_instance(astro_ep_ws, copy_ws, cli):

@@ -1,8 +1,9 @@
 """A key is never written anywhere, even when the endpoint quotes it back.
 
 A real HTTP server on 127.0.0.1 (``http.server`` in a thread) answers every chat request
-with the request's own headers: as an HTTP 400 body (a non-retryable error) or inside a
-200 chat completion whose content is not a valid answer (retried, then failed). The real
+with the request's own headers: as an HTTP 400 body (a non-retryable error), inside a
+200 chat completion whose content is not a valid answer (retried, then failed), or as the key
+written with JSON escapes inside the rationale of a valid answer (decoding would restore it). The real
 ``backtest score`` runs an LLM judge against it on a real frozen set; afterwards no file
 under the workspace — judgments, metrics, reports, RUN.json, the LLM cache — and nothing
 printed holds the key.
@@ -34,6 +35,20 @@ def _echo_server(mode: str):
             )
             if mode == "400":
                 body, status = json.dumps({"error": {"message": f"bad request; you sent:\n{echoed}"}}), 400
+            elif mode == "200-escaped":  # a valid answer quoting the key with JSON escapes: decoding restores it
+                key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+                content = (
+                    '{"outcome": "not_addressed", "premise_status": "still_plausible", "evidence": [], '
+                    f'"rationale": "the key is {escaped}"}}'
+                )
+                body = json.dumps(
+                    {
+                        "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 5, "completion_tokens": 7},
+                    }
+                )
+                status = 200
             else:
                 body, status = (
                     json.dumps(
@@ -79,7 +94,7 @@ def frozen_set(astro_ep_ws, tmp_path_factory):
     return ws, frozen
 
 
-@pytest.mark.parametrize("mode", ["400", "200-echo"])
+@pytest.mark.parametrize("mode", ["400", "200-echo", "200-escaped"])
 def test_key_quoted_back_by_the_endpoint_is_never_written(frozen_set, cli, monkeypatch, mode):
     ws, frozen = frozen_set
     server = _echo_server(mode)
@@ -96,7 +111,12 @@ def test_key_quoted_back_by_the_endpoint_is_never_written(frozen_set, cli, monke
         if (run_dir / "judgments.jsonl").is_file()
         else (run_dir / "judgments.partial.jsonl").read_text()
     )
-    assert "judge_failed" in judgments
+    if mode == "200-escaped":  # a usable answer: judged, with the key (decoded) redacted from the rationale
+        assert code == 0, err
+        assert "judge_failed" not in judgments and "the key is [redacted]" in judgments
+        assert "\\u0073\\u006b" not in judgments
+    else:
+        assert "judge_failed" in judgments
     if mode == "400":
         assert "[redacted]" in judgments  # the endpoint's error text is kept, the key in it is not
     leaked = [str(p) for p in ws.root.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 from backtest.analysis.outputs import Comparison
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, iter_jsonl
-from backtest.core.html import markdown_cell
+from backtest.core.html import markdown_cell, markdown_text
 from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
 from backtest.core.workspace import Workspace
@@ -385,7 +385,7 @@ def render_markdown(comparison: dict[str, Any]) -> str:
             "",
         ]
     for w in comparison["warnings"]:
-        out.append(f"- warning: {w}")
+        out.append(f"- warning: {markdown_text(w)}")
     if comparison["warnings"]:
         out.append("")
     rows = {r["label"]: r for r in comparison["systems"]}
@@ -393,7 +393,8 @@ def render_markdown(comparison: dict[str, Any]) -> str:
     out += ["## Leaderboard", "", "| " + " | ".join(headers) + " |", "|---" * len(headers) + "|"]
     for entry in comparison["leaderboard"]:
         r = rows[entry["label"]]
-        out.append("| " + " | ".join(markdown_cell(c) for c, _ in cells(entry, r)) + " |")
+        row = [markdown_cell(c) if h == "system" else c for h, (c, _) in zip(headers, cells(entry, r))]
+        out.append("| " + " | ".join(row) + " |")
     if not comparison.get("grounded"):
         out += ["", "> Ranked by the judge's labels alone: not grounded in careful reading (`--labels DIR`)."]
     if comparison.get("grounded_tests"):
@@ -420,7 +421,7 @@ def render_markdown(comparison: dict[str, Any]) -> str:
     for line in dict.fromkeys(
         f"{(r['judge'] or {}).get('name')}: {r['judge_validity']}" for r in comparison["systems"]
     ):
-        out.append(f"- {line}")
+        out.append(f"- {markdown_text(line)}")
     out += ["", "## Metrics (rate, 95% Clopper–Pearson interval, k/n)", ""]
     labels = [r["label"] for r in comparison["systems"]]
     out.append("| metric | " + " | ".join(labels) + " |")

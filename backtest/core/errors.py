@@ -24,6 +24,37 @@ def redact(text: str | None, secrets: Sequence[str | None]) -> str | None:
     return text
 
 
+def redact_answer(text: str | None, secrets: Sequence[str | None]) -> str | None:
+    """:func:`redact` for an answer that may be JSON: besides the raw text, every string of the decoded JSON is
+    checked, so a key written with JSON escapes (``\\u0073\\u006b...``) that decoding would restore is caught too;
+    such an answer is re-encoded from its redacted decoding (no escape left to restore the key)."""
+    import json
+
+    text = redact(text, secrets)
+    if text is None or not any(secrets):
+        return text
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`")
+        body = body[4:] if body.lower().startswith("json") else body
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        return text
+    cleaned = _redact_strings(decoded, secrets)
+    return text if cleaned == decoded else json.dumps(cleaned, ensure_ascii=False)
+
+
+def _redact_strings(value: object, secrets: Sequence[str | None]) -> object:
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [_redact_strings(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {redact(k, secrets): _redact_strings(v, secrets) for k, v in value.items()}
+    return value
+
+
 class BacktestError(Exception):
     """Base class of every error the CLI turns into a one-line message."""
 

@@ -85,11 +85,16 @@ def table(
     return f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def markdown_text(text: object) -> str:
+    """Other people's text (a question, a premise, a title, a judge's name) for a Markdown line: HTML escaped (a
+    Markdown renderer passes raw HTML through, so ``<script>`` would run) and square brackets escaped (so
+    ``[click](javascript:...)`` cannot form a live link or an image)."""
+    return html.escape(str(text)).replace("[", "\\[").replace("]", "\\]")
+
+
 def markdown_cell(text: object) -> str:
-    """Text safe inside a Markdown table cell or line: whitespace (newlines too) folded, HTML escaped (a Markdown
-    renderer passes raw HTML through, and questions, premises and judge names are other people's text) and
-    pipes escaped."""
-    return html.escape(" ".join(str(text).split())).replace("|", "\\|")
+    """:func:`markdown_text` safe inside a Markdown table cell: whitespace (newlines too) folded, pipes escaped."""
+    return markdown_text(" ".join(str(text).split())).replace("|", "\\|")
 
 
 def rate_cell(text: str, rate: float | None) -> str:

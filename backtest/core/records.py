@@ -61,6 +61,20 @@ def _strict_day(value: Any) -> Any:
     return value
 
 
+def utc_day(value: Any) -> Any:
+    """A record's publication day, compared by day in UTC: a datetime (or ISO datetime string) with a UTC offset
+    becomes its UTC date (``2025-11-01T00:00:00+14:00`` was 2025-10-31 in UTC, so it is not after a 2025-10-31
+    cutoff); a bare date, or a datetime without an offset, keeps its calendar day."""
+    if isinstance(value, str) and "T" in value:
+        try:
+            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value  # pydantic names the bad value
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).date() if value.tzinfo is not None else value.date()
+    return value
+
+
 def safe_name_validator(field: str, what: str) -> Any:
     """A pydantic validator for ``field`` that applies :func:`check_safe_name`, naming the value ``what``."""
 
@@ -141,6 +155,10 @@ class CorpusRecord(BaseModel):
     citation_count: int | None = None
     citation_count_as_of: dt.date | None = None
     source: StrictStr
+
+    _utc_day = field_validator("published", "citation_count_as_of", mode="before")(
+        classmethod(lambda cls, v: utc_day(v))
+    )
 
     def content(self) -> dict[str, Any]:
         """The record's content fields as JSON-ready data (absent optionals omitted)."""

@@ -46,7 +46,7 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from backtest import __version__
-from backtest.core.errors import BadInput, redact
+from backtest.core.errors import BadInput, redact, redact_answer
 from backtest.core.fileio import atomic_write_text, iter_jsonl, read_json
 from backtest.core.records import Output, Question, RetrievedDocument, parse_record, write_output
 from backtest.core.seal import sha256_file, sha256_json
@@ -414,7 +414,7 @@ def answer_of(line: BatchResultLine, secret: str | None) -> tuple[str, str | Non
         content, finish, usage = completion_parts(line.response.body)
     except ValueError as exc:
         raise LineFailed(str(exc)) from None
-    return redact(content, [secret]) or "", finish, usage
+    return redact_answer(content, [secret]) or "", finish, usage
 
 
 def check_content(content: str, entry: BatchEntry) -> list[str]:

@@ -42,7 +42,7 @@ import requests
 import tenacity
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from backtest.core.errors import BadInput, redact
+from backtest.core.errors import BadInput, redact, redact_answer
 from backtest.core.seal import canonical_json, sha256_text
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -250,6 +250,11 @@ def parse_json_object(content: str) -> dict[str, Any]:
     return obj
 
 
+# No chat model reads or writes more than this in one call (the largest context windows are ~10^7 tokens): a
+# count beyond it, or below zero, is a broken or hostile usage report, never a cost to record.
+MAX_TOKENS_PER_CALL = 100_000_000
+
+
 def completion_parts(data: Any) -> tuple[str, str | None, dict[str, int]]:
     """``(content, finish_reason, usage)`` of a chat-completion body, usage reduced to integer token counts;
     ValueError when it is not one. (Online answers and imported batch answers both go through it.)"""
@@ -266,6 +271,13 @@ def completion_parts(data: Any) -> tuple[str, str | None, dict[str, int]]:
         raise ValueError("the response body is not a chat completion") from None
     if not isinstance(content, str):
         raise ValueError("the response body is not a chat completion (content is not text)")
+    impossible = {k: v for k, v in usage.items() if v < 0 or v > MAX_TOKENS_PER_CALL}
+    if impossible:
+        raise ValueError(
+            "the response reports an impossible token count ("
+            + ", ".join(f"{k} {v}" for k, v in sorted(impossible.items()))
+            + f"; a call's counts lie in 0..{MAX_TOKENS_PER_CALL:,}): refused, no cost recorded from it"
+        )
     return content, finish if isinstance(finish, str) else None, usage
 
 
@@ -491,7 +503,7 @@ class LLMClient:
             content, finish, usage = completion_parts(resp.json())
         except ValueError:
             raise _Retryable("bad_body", "the response body is not a chat completion") from None
-        content = redact(content, [api_key]) or ""
+        content = redact_answer(content, [api_key]) or ""
         self._count(prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0))
         for name in state.spent:
             state.spent[name] += usage.get(name, 0)

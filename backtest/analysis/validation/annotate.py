@@ -43,6 +43,7 @@ from backtest.analysis.validation.items import (
 )
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, iter_jsonl, read_text_file, write_jsonl
+from backtest.core.html import markdown_text
 from backtest.core.records import (
     ENGAGED_OUTCOMES,
     OUTCOMES,
@@ -239,25 +240,26 @@ def export_items(
 
 def render_item(item: AnnotationItem) -> str:
     """One item as a reader sees it (Markdown): the question, its premise or hypothesis, the documents in rank order."""
-    q = item.question
-    lines = [f"## {item.item_id}", "", f"**Question:** {q.question}"]
+    q, t = item.question, markdown_text
+    lines = [f"## {item.item_id}", "", f"**Question:** {t(q.question)}"]
     if q.premise:
-        lines.append(f"**Premise:** {q.premise}")
+        lines.append(f"**Premise:** {t(q.premise)}")
     if q.hypothesis:
-        lines.append(f"**Hypothesis:** {q.hypothesis}")
+        lines.append(f"**Hypothesis:** {t(q.hypothesis)}")
     lines += ["", f"Documents shown ({len(item.documents)}), published after {q.cutoff_date}:", ""]
     for k, d in enumerate(item.documents, start=1):
-        lines += [f"{k}. [{d.id}] ({d.published}) **{d.title}**", f"   {d.abstract}", ""]
+        lines += [f"{k}. [{t(d.id)}] ({d.published}) **{t(d.title)}**", f"   {t(d.abstract)}", ""]
     return "\n".join(lines)
 
 
 def render_pair(pair: PairItem) -> str:
     """One pair as a reader sees it (Markdown): the context papers, then questions a and b."""
+    t = markdown_text
     lines = [f"## {pair.item_id}", "", "Context (past papers):", ""]
     for d in pair.context:
-        lines += [f"- [{d.id}] **{d.title}** — {d.abstract}", ""]
+        lines += [f"- [{t(d.id)}] **{t(d.title)}** — {t(d.abstract)}", ""]
     for side, q in (("a", pair.a), ("b", pair.b)):
-        lines.append(f"**{side}:** {q.question}" + (f"  \n   *Premise:* {q.premise}" if q.premise else ""))
+        lines.append(f"**{side}:** {t(q.question)}" + (f"  \n   *Premise:* {t(q.premise)}" if q.premise else ""))
     return "\n".join(lines) + "\n"
 
 

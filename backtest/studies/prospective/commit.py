@@ -111,10 +111,17 @@ class CommitOptions:
     generator_options: dict[str, Any] = field(default_factory=dict)
 
 
-def _check_commit_options(opts: CommitOptions) -> None:
+def _check_commit_options(opts: CommitOptions, today: dt.date) -> None:
     _safe_id(opts.commitment_id)
     if opts.window.start <= opts.cutoff:
         raise BadInput(f"--window starts {opts.window.start}, not after the cutoff {opts.cutoff}")
+    if opts.window.start <= today:
+        raise BadInput(
+            f"--window starts {opts.window.start}, on or before today ({today} UTC): that 'future' already exists "
+            "when the questions are sealed; a prospective window starts after the day of commitment (for a past "
+            "window, make a historical instance: backtest instance create); grading dates, never before the "
+            "window starts, are then after today too"
+        )
     if opts.schedule != sorted(set(opts.schedule)):
         raise BadInput("--schedule: dates must be distinct and in increasing order")
     if opts.schedule[0] < opts.window.start:
@@ -167,7 +174,8 @@ def commit(opts: CommitOptions, ws: Workspace, now: dt.datetime | None = None) -
     """Create the past-only instance, freeze every submission against it, and write the commitment folder."""
     from backtest.submit.freeze import load_frozen
 
-    _check_commit_options(opts)
+    now = now or utc_now()
+    _check_commit_options(opts, now.date())
     out = Path(opts.out) if opts.out else ws.root / "prospective" / opts.commitment_id
     if out.exists() and any(out.iterdir()):
         raise BadInput(f"{out}: already exists and is not empty (a commitment is never overwritten)")
@@ -257,7 +265,7 @@ def _write_commitment(
     entries = sum_entries(out / SUMS_FILE)
     commitment = Commitment(
         commitment_id=opts.commitment_id,
-        committed_at=(now or utc_now()).isoformat().replace("+00:00", "Z"),
+        committed_at=now.isoformat().replace("+00:00", "Z"),
         instance_id=instance.instance_id,
         instance_seal=instance.seal,
         cutoff=opts.cutoff,

@@ -76,6 +76,13 @@ class GradePlan:
 def plan_grade(commitment: Commitment, as_of: dt.date, provisional: bool, today: dt.date | None = None) -> GradePlan:
     """Decide whether grading on ``as_of`` is allowed; refuse (CheckFailed) before the first scheduled date."""
     today = today or utc_now().date()
+    committed_on = dt.date.fromisoformat(commitment.committed_at[:10])
+    if commitment.window.start <= committed_on:
+        raise CheckFailed(
+            f"commitment {commitment.commitment_id} was made on {committed_on}, on or after its window started "
+            f"({commitment.window.start}): its 'future' already existed when the questions were sealed, so it "
+            "cannot be graded as a prospective test"
+        )
     if as_of > today:
         raise BadInput(
             f"--as-of {as_of} is after today ({today}): the future corpus cannot hold papers not yet published"

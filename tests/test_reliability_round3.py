@@ -1,0 +1,99 @@
+"""Reliability, round three (the issue's numbered defects), each reproduced on real parts.
+
+Item 1 (compact runs read blind) is ``tests/test_estimate.py``; item 2 (a key behind JSON escapes) is
+``tests/test_secrets.py``; item 4 (a past prospective window) is ``tests/test_prospective.py``. Here: item 9,
+Markdown outputs rendered by a real Markdown library and opened in headless Chromium, where no injected
+script may run; item 13, a record dated with a UTC offset kept on its UTC day.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from backtest.core.records import CorpusRecord
+from backtest.core.workspace import Workspace
+from backtest.corpus.build import BuildOptions, build_corpus
+from tests.browser import run_chromium
+
+REPO = Path(__file__).resolve().parent.parent
+HOSTILE = (
+    "<script>document.title='PWNED'</script>",
+    "</td></tr></table><h1 id='injected'>x</h1>",
+    '"><svg onload="document.title=\'PWNED\'">',
+    "[click](javascript:document.title='PWNED')",
+)
+
+
+def test_a_utc_offset_moves_a_record_to_its_utc_day(tmp_path):
+    """``2025-11-01T00:00:00+14:00`` is 2025-10-31 in UTC: it belongs to a past corpus ending on the 31st and
+    never to a future corpus starting on 1 November (before, it was kept as 2025-11-01 and entered it)."""
+    rows = [
+        {"id": "tz-1", "title": "t", "abstract": "a", "published": "2025-11-01T00:00:00+14:00", "source": "test"},
+        {"id": "tz-2", "title": "t", "abstract": "b", "published": "2025-11-01T12:00:00Z", "source": "test"},
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ws = Workspace(tmp_path / "ws")
+    future = build_corpus(
+        BuildOptions("jsonl", [src], "tz-future", "future", start=dt.date(2025, 11, 1), end=dt.date(2025, 12, 1)), ws
+    )
+    past = build_corpus(BuildOptions("jsonl", [src], "tz-past", "past", end=dt.date(2025, 10, 31)), ws)
+    ids = {
+        m.corpus_id: [json.loads(line)["id"] for line in (ws.corpora / m.corpus_id / "records.jsonl").open()]
+        for m in (future, past)
+    }
+    assert ids == {"tz-future": ["tz-2"], "tz-past": ["tz-1"]}
+    assert CorpusRecord(
+        id="x", title="t", abstract="a", published="2025-11-01T23:00:00-05:00", source="s"
+    ).published == dt.date(2025, 11, 2)
+
+
+def _no_script_ran(html_path: Path, tmp_path: Path) -> str:
+    """The DOM Chromium ends with after opening the page (its title must not say PWNED)."""
+    done = run_chromium(html_path.as_uri(), tmp_path / "profile", "--dump-dom", "--virtual-time-budget=3000")
+    assert done.returncode == 0, done.stderr[-500:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_markdown_outputs_render_no_injected_html(tmp_path, capsys):
+    """A question, a premise and a document title holding script, table-breaking HTML, an SVG handler and a
+    javascript: link: the annotation export's items.md, rendered by python-markdown and opened in headless
+    Chromium, runs none of it and shows it as text (before, the script ran and the link was live)."""
+    import markdown
+
+    from backtest.analysis.validation.annotate import render_item
+    from backtest.analysis.validation.items import AnnotationItem, ShownDocument
+    from backtest.core.records import Question
+
+    question = Question(
+        question_id="item001",
+        question=" ".join(HOSTILE) + "?",
+        domain="d",
+        cutoff_date="2025-10-31",
+        generated_at="2025-10-31",
+        generation_system="blinded",
+        source_evidence_ids=["p1"],
+        rank=1,
+        frozen=True,
+        premise=HOSTILE[3],
+    )
+    item = AnnotationItem(
+        item_id="item001",
+        question=question,
+        documents=[
+            ShownDocument(id="2601.00001", title=HOSTILE[0], abstract=HOSTILE[1], published=dt.date(2026, 1, 1))
+        ],
+    )
+    page = tmp_path / "items.html"
+    page.write_text(
+        "<html><head><title>safe</title></head><body>" + markdown.markdown(render_item(item)) + "</body></html>"
+    )
+    dom = _no_script_ran(page, tmp_path)
+    assert "<title>safe</title>" in dom and "PWNED" not in dom.split("<body>")[0]
+    assert 'id="injected"' not in dom and "<svg" not in dom and 'href="javascript:' not in dom
+    assert "&lt;script&gt;" in dom  # shown to the reader as text
