@@ -97,3 +97,57 @@ def test_markdown_outputs_render_no_injected_html(tmp_path, capsys):
     assert "<title>safe</title>" in dom and "PWNED" not in dom.split("<body>")[0]
     assert 'id="injected"' not in dom and "<svg" not in dom and 'href="javascript:' not in dom
     assert "&lt;script&gt;" in dom  # shown to the reader as text
+
+
+def _sheet_rows(folder: Path) -> list[list[str]]:
+    """A complete, valid sheet of a committed export: its adjudicated labels written back as rows."""
+    rows = []
+    for line in (folder / "labels" / "adjudicated.jsonl").read_text().splitlines():
+        lab = json.loads(line)
+        rows.append([lab["item_id"], lab["outcome"], lab["premise_status"], "2", " ".join(lab["cited"]), "ok"])
+    return rows
+
+
+@pytest.mark.parametrize(
+    "damage,expect",
+    [
+        ("comma", "fields where the header has 6 (an unquoted comma in the notes? quote the field)"),
+        ("two-notes", "column(s) notes appear twice in the header"),
+        ("nul", "control character U+0000"),
+        ("ansi", "control character U+001B"),
+        ("rtl", "control character U+202E"),
+    ],
+)
+def test_a_damaged_annotation_sheet_is_refused_with_one_line(tmp_path, capsys, damage, expect):
+    """Item 12: an unquoted comma in the notes used to shift fields silently, a second notes column to win
+    silently, and NUL, ANSI and right-to-left-override characters to be kept."""
+    import csv
+    import io
+    import shutil
+
+    from tests.conftest import run_cli
+
+    folder = tmp_path / "set"
+    shutil.copytree(REPO / "judges" / "validation" / "release-space-2016-v1", folder)
+    header = ["item_id", "outcome", "premise_status", "confidence", "cited", "notes"]
+    rows = _sheet_rows(folder)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header + (["notes"] if damage == "two-notes" else []))
+    for row in rows:
+        writer.writerow(row + (["second"] if damage == "two-notes" else []))
+    text = buf.getvalue()
+    good = tmp_path / "good.csv"
+    good.write_text(text)
+    code, _, err = run_cli(["annotate", "import", good, "--items", folder, "--rater", "clean"], capsys=capsys)
+    assert (code == 0) == (damage != "two-notes"), err
+    marker = {"comma": "ok,", "nul": "ok\x00", "ansi": "ok\x1b[31m", "rtl": "ok\u202e"}.get(damage)
+    if marker is not None:
+        lines = text.splitlines()
+        lines[7] = lines[7][: -len("ok")] + marker + "but unquoted" * (damage == "comma")
+        text = "\n".join(lines) + "\n"
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(text)
+    code, _, err = run_cli(["annotate", "import", sheet, "--items", folder, "--rater", "dmg"], capsys=capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and expect in err, err
+    assert not (folder / "labels" / "dmg.jsonl").exists()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -398,16 +399,44 @@ def export_pairs(
 # --------------------------------------------------------------------------- import
 
 
+# NUL, the terminal's escape (ANSI sequences) and the Unicode bidirectional controls (which reorder text on
+# screen: a right-to-left override can make "answered" display as something else) never belong in a sheet.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
 def _read_sheet(sheet: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
+    """The sheet's rows (line number, the needed columns' values). BadInput, one line, for a header that lacks a
+    column or repeats one, a row with more fields than the header (an unquoted comma in the notes), and a
+    control character anywhere (NUL, ANSI escape, bidirectional override)."""
     text = read_text_file(sheet).lstrip("\ufeff")
+    bad = _CONTROL.search(text)
+    if bad:
+        line = text.count("\n", 0, bad.start()) + 1
+        raise BadInput(
+            f"{sheet}:{line}: control character U+{ord(bad.group()):04X} (NUL, an ANSI escape or a bidirectional "
+            "override); remove it and import again"
+        )
     reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    header = list(reader.fieldnames or [])
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        raise BadInput(f"{sheet}: column(s) {', '.join(repeated)} appear twice in the header; keep one of each")
+    missing = [c for c in columns if c not in header]
     if missing:
         raise BadInput(f"{sheet}: missing column(s) {', '.join(missing)} (need {', '.join(columns)})")
+    rows = []
     try:
-        return [(k, {c: (row.get(c) or "").strip() for c in columns}) for k, row in enumerate(reader, start=2)]
+        for k, row in enumerate(reader, start=2):
+            extra = row.get(None)
+            if extra:
+                raise BadInput(
+                    f"{sheet}:{k}: {len(header) + len(extra)} fields where the header has {len(header)} "
+                    "(an unquoted comma in the notes? quote the field)"
+                )
+            rows.append((k, {c: (row.get(c) or "").strip() for c in columns}))
     except csv.Error as exc:
         raise BadInput(f"{sheet}: bad CSV ({exc})") from None
+    return rows
 
 
 def _split_ids(value: str) -> list[str]:

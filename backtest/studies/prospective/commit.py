@@ -256,7 +256,7 @@ def _write_commitment(
     instance: Instance,
     past_id: str,
     systems: list[CommittedSystem],
-    now: dt.datetime | None,
+    now: dt.datetime,
 ) -> Commitment:
     """Write the copies, SHA256SUMS and the sealed COMMITMENT.json into ``out``; return the commitment."""
     for rel, src in copies.items():
