@@ -256,11 +256,10 @@ def test_failed_lines_are_reported_by_custom_id_and_not_cached(exported, tmp_pat
     assert code == 1
     summary = json.loads(stdout)
     reasons = {(f["custom_id"], f["line"]): f["reason"] for f in summary["failed"]}
-    assert reasons[(ids[0], 1)].startswith("invalid answer: answer is not valid JSON")
     assert reasons[(ids[1], 2)] == "error: server_error: boom"
     assert reasons[(ids[2], 3)].startswith("invalid answer: answer does not match the judge schema")
     assert reasons[("q7-a-unknown", 4)] == "unknown custom_id: not in requests.manifest.json"
-    assert reasons[(ids[0], 5)].startswith("repeated: line 1")
+    assert reasons[(ids[0], 5)] == reasons[(ids[0], 1)] == "repeated: custom_id on lines 1, 5; none counts"
     assert summary["n_imported"] == 0 and summary["missing"] == []
     assert "not all imported: 5 failed line(s); 0 of 3 requests complete" in one_line_error(err)
 
@@ -304,6 +303,39 @@ def test_impossible_token_counts_and_an_escaped_key_never_reach_the_cache(export
     cached = judge.client.cache.get(manifest[ids[2]]["cache_key"])
     assert cached is not None and "key [redacted]" in json.dumps(cached) and "\\u0073" not in json.dumps(cached)
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and API_KEY.encode() in p.read_bytes()]
+
+
+def test_another_models_answer_or_two_answers_to_one_request_are_refused(exported, tmp_path, cli):
+    """Item 6: an answer the provider says another model wrote was cached and used, and of two conflicting
+    answers to one request the first silently counted. Both are failed lines now, nothing cached for them; a
+    dated snapshot of the manifest's model (``MODEL-2024-07-18``) is the same model."""
+    ws, cfg, out, _, _, _ = exported
+    ids = [line["custom_id"] for line in request_lines(out)]
+    foreign = output_line(ids[0], answer("not_addressed"), 0)
+    foreign["response"]["body"]["model"] = "gpt-4o-mini-2024-07-18"
+    snapshot = output_line(ids[2], answer("not_addressed"), 3)
+    snapshot["response"]["body"]["model"] = f"{LLM_MODEL}-2025-01-01"
+    rows = [
+        foreign,
+        output_line(ids[1], answer("not_addressed"), 1),
+        output_line(ids[1], answer("answered"), 2),
+        snapshot,
+    ]
+    results = write_lines(tmp_path / "batch" / "results.jsonl", rows)
+    code, stdout, _ = cli(["judge", "batch", "import", results, "--requests", out, "--json"], root=ws.root)
+    assert code == 1
+    summary = json.loads(stdout)
+    reasons = {(f["custom_id"], f["line"]): f["reason"] for f in summary["failed"]}
+    assert (
+        reasons[(ids[0], 1)]
+        == f"answered by model 'gpt-4o-mini-2024-07-18', not the manifest's '{LLM_MODEL}': another judge's answer"
+    )
+    assert reasons[(ids[1], 2)] == reasons[(ids[1], 3)] == "repeated: custom_id on lines 2, 3; none counts"
+    assert summary["n_imported"] == 1  # the snapshot's
+    judge = load_llm_judge(str(cfg), ws)
+    keys = {e["custom_id"]: e["cache_key"] for e in read_json(manifest_path_of(out))["requests"]}
+    assert judge.client.cache.get(keys[ids[0]]) is None and judge.client.cache.get(keys[ids[1]]) is None
+    assert judge.client.cache.get(keys[ids[2]]) is not None
 
 
 def test_unusable_inputs_exit_2_with_one_line(exported, tmp_path, cli):

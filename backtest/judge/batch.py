@@ -400,6 +400,15 @@ def _describe_error(error: Any) -> str:
     return " ".join(text.split())[:300]
 
 
+def _check_model(line: BatchResultLine, model: str) -> None:
+    """LineFailed when the line's answer names another model than the manifest's (a dated snapshot of it, the
+    manifest's name followed by ``-``, is the same model)."""
+    body = line.response.body if line.response is not None else None
+    answered = body.get("model") if isinstance(body, dict) else None
+    if isinstance(answered, str) and answered != model and not answered.startswith(f"{model}-"):
+        raise LineFailed(f"answered by model {answered!r}, not the manifest's {model!r}: another judge's answer")
+
+
 def answer_of(line: BatchResultLine, secret: str | None) -> tuple[str, str | None, dict[str, int]]:
     """The usable answer of a result line (content with ``secret`` redacted, finish_reason, usage), or LineFailed."""
     if line.error is not None:
@@ -527,15 +536,21 @@ def import_batch(
         n_requests=len(entries),
     )
     seen: dict[str, int] = {}
+    lines_of: dict[str, list[int]] = {}
+    for lineno, line in rows:
+        lines_of.setdefault(line.custom_id, []).append(lineno)
     for lineno, line in rows:
         entry = entries.get(line.custom_id)
         where = {"custom_id": line.custom_id, "question_ids": entry.question_ids if entry else [], "line": lineno}
         try:
             if entry is None:
                 raise LineFailed(f"unknown custom_id: not in {manifest_path.name}")
-            if line.custom_id in seen:
-                raise LineFailed(f"repeated: line {seen[line.custom_id]} has the same custom_id (that one counts)")
-            seen[line.custom_id] = lineno
+            seen.setdefault(line.custom_id, lineno)
+            if len(lines_of[line.custom_id]) > 1:  # a provider answers each request once: which one would count?
+                raise LineFailed(
+                    f"repeated: custom_id on lines {', '.join(map(str, lines_of[line.custom_id]))}; none counts"
+                )
+            _check_model(line, manifest.judge.model)
             content, finish, usage = answer_of(line, secret)
             problems = check_content(content, entry)
         except LineFailed as exc:
