@@ -98,6 +98,31 @@ def item_rows(items: Sequence[LabelledItem], model: str, names: Sequence[str]) -
     return [(li, document_features(li.item.question, li.item.retrieved(), model, names)) for li in items]
 
 
+def judge_held_out(
+    rows: list[tuple[LabelledItem, Any]],
+    system: str,
+    names: Sequence[str],
+    model: str = "all-MiniLM-L6-v2",
+    fit: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Item key -> judgment, for ``system``'s items, by a judge fitted on every other system's rows (``names``: the
+    rows' feature columns)."""
+    from backtest.judge.constraints import to_judgment
+    from backtest.judge.fitted import FittedJudge, fit_from_rows
+
+    train = [(li.item, feats, li.truth) for li, (feats, _) in rows if li.system != system]
+    judge = FittedJudge(fit_from_rows(train, model, features=tuple(names), **(fit or {})))
+    judged = {}
+    for li, (feats, notes) in rows:
+        if li.system == system:
+            answer, reasons = judge.decide(li.item.question, feats, notes)
+            documents = [d.id for d in li.item.documents]
+            judged[li.key] = to_judgment(
+                li.item.question.question_id, answer, documents, judge.info(), {}, extra_reasons=reasons
+            )
+    return judged
+
+
 def held_out_judgments(
     items: Sequence[LabelledItem],
     rows: list[tuple[LabelledItem, Any]],
@@ -106,9 +131,6 @@ def held_out_judgments(
     fit: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Item key -> the judgment of a judge fitted (on ``rows``' features ``names``) without the item's system."""
-    from backtest.judge.constraints import to_judgment
-    from backtest.judge.fitted import FittedJudge, fit_from_rows
-
     systems = sorted({li.system for li in items})
     if len(systems) < 2:
         raise BadInput("leave-one-system-out needs items of at least two systems")
@@ -116,19 +138,7 @@ def held_out_judgments(
     rows = [r for r in rows if r[0].key in keep]
     judged: dict[str, Any] = {}
     for system in systems:
-        train = [(li.item, feats, li.truth) for li, (feats, _) in rows if li.system != system]
-        judge = FittedJudge(fit_from_rows(train, model, features=tuple(names), **(fit or {})))
-        for li, (feats, notes) in rows:
-            if li.system == system:
-                answer, reasons = judge.decide(li.item.question, feats, notes)
-                judged[li.key] = to_judgment(
-                    li.item.question.question_id,
-                    answer,
-                    [d.id for d in li.item.documents],
-                    judge.info(),
-                    {},
-                    extra_reasons=reasons,
-                )
+        judged.update(judge_held_out(rows, system, names, model, fit))
     return judged
 
 
@@ -218,9 +228,6 @@ def nested_leave_one_system_out(
     winner is fitted on all of them and judges the held-out system. What this reports is the agreement the whole
     procedure (choose features, fit) reaches on a system it never saw: no number here was chosen on the items
     it is reported on."""
-    from backtest.judge.constraints import to_judgment
-    from backtest.judge.fitted import FittedJudge, fit_from_rows
-
     systems = sorted({li.system for li in items})
     judged: dict[str, Any] = {}
     chosen: dict[str, list[str]] = {}
@@ -228,20 +235,7 @@ def nested_leave_one_system_out(
         others = [li for li in items if li.system != system]
         names, _ = choose_features(others, rows, all_names, candidates, fit, model)
         chosen[system] = list(names)
-        cut = feature_columns(rows, all_names, names)
-        train = [(li.item, f, li.truth) for li, (f, _) in cut if li.system != system]
-        judge = FittedJudge(fit_from_rows(train, model, features=names, **(fit or {})))
-        for li, (feats, notes) in cut:
-            if li.system == system:
-                answer, reasons = judge.decide(li.item.question, feats, notes)
-                judged[li.key] = to_judgment(
-                    li.item.question.question_id,
-                    answer,
-                    [d.id for d in li.item.documents],
-                    judge.info(),
-                    {},
-                    extra_reasons=reasons,
-                )
+        judged.update(judge_held_out(feature_columns(rows, all_names, names), system, names, model, fit))
     return {
         "evaluation": "nested leave-one-system-out (features chosen by leave-one-system-out on the other systems)",
         "candidates": [list(c) for c in candidates],
