@@ -162,8 +162,13 @@ demo-fetched:
 bench: instances  ## benchmarks; results in bench/results/*.json
 	$(BIN)/python -m bench
 
-verify-prospective:  ## check every committed prospective instance (SHA256SUMS, Merkle root, commitment, frozen seals)
-	@for d in prospective/*/; do $(BACKTEST) prospective verify $$d || exit 1; done
+# Each committed instance is checked against the root published for it (prospective/README.md's publish line)
+# and against frozen/LEDGER.jsonl: a folder rewritten and wholly re-sealed verifies against itself, not these.
+verify-prospective:  ## check every committed prospective instance (SHA256SUMS, published Merkle root, commitment, ledger)
+	@for d in prospective/*/; do id=$$(basename $$d); \
+	  root=$$(sed -n "s/.*backtest prospective $$id: sha256 merkle root \([0-9a-f]\{64\}\).*/\1/p" prospective/README.md | head -1); \
+	  test -n "$$root" || { echo "prospective/README.md publishes no root for $$id"; exit 1; }; \
+	  $(BACKTEST) prospective verify $$d --expect-root $$root --ledger frozen/LEDGER.jsonl || exit 1; done
 
 replay:  ## re-score every committed (compact) run under results/ from its frozen set; fails if any file changes
 	$(BACKTEST) release replay

@@ -151,3 +151,31 @@ def test_a_damaged_annotation_sheet_is_refused_with_one_line(tmp_path, capsys, d
     code, _, err = run_cli(["annotate", "import", sheet, "--items", folder, "--rater", "dmg"], capsys=capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and expect in err, err
     assert not (folder / "labels" / "dmg.jsonl").exists()
+
+
+def test_a_rewritten_commitment_fails_against_the_published_root_and_the_ledger(tmp_path, capsys):
+    """Item 5: a commitment folder rewritten and re-sealed verifies against itself; the root published for the
+    committed live instance (prospective/README.md) and frozen/LEDGER.jsonl are the anchors it cannot re-seal.
+    Here the anchors are shown to bite: a wrong root, and a ledger without the committed sets, each fail."""
+    import re
+    import shutil
+
+    from tests.conftest import run_cli
+
+    live = REPO / "prospective" / "astro-ph-live-2026"
+    published = re.search(
+        r"astro-ph-live-2026: sha256 merkle root ([0-9a-f]{64})", (REPO / "prospective" / "README.md").read_text()
+    ).group(1)
+    ledger = REPO / "frozen" / "LEDGER.jsonl"
+    code, out, err = run_cli(
+        ["prospective", "verify", live, "--expect-root", published, "--ledger", ledger], capsys=capsys
+    )
+    assert code == 0 and published in out, err
+    code, _, err = run_cli(["prospective", "verify", live, "--expect-root", "0" * 64], capsys=capsys)
+    assert code == 1 and "is not the published root" in err
+    partial = tmp_path / "LEDGER.jsonl"  # the ledger's first line only: none of the live sets
+    partial.write_text(ledger.read_text().splitlines()[0] + "\n")
+    folder = tmp_path / "live"
+    shutil.copytree(live, folder)
+    code, _, err = run_cli(["prospective", "verify", folder, "--ledger", partial], capsys=capsys)
+    assert code == 1 and "is not in LEDGER.jsonl: not the set that was frozen" in err

@@ -164,13 +164,27 @@ def commit_cmd(
 
 @prospective.command("verify")
 @click.argument("folder", type=click.Path(path_type=Path))
+@click.option(
+    "--expect-root",
+    default=None,
+    metavar="HASH",
+    help="The Merkle root published when the commitment was made: a folder rewritten and re-sealed since fails.",
+)
+@click.option(
+    "--ledger",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The frozen ledger the committed sets were sealed in (frozen/LEDGER.jsonl of the workspace that made "
+    "the commitment): every committed frozen seal must be a line of it.",
+)
 @json_option
-def verify_cmd(folder, as_json):
+def verify_cmd(folder, expect_root, ledger, as_json):
     """Check a folder's SHA256SUMS (ours or anyone's), the Merkle root and the commitment;
-    exit 1 naming each bad file."""
+    exit 1 naming each bad file. A folder rewritten and wholly re-sealed verifies against itself: give
+    --expect-root (the published root) and --ledger to check it against what cannot be re-sealed."""
     from backtest.studies.prospective.verify import verify_folder
 
-    result = verify_folder(folder)
+    result = verify_folder(folder, expect_root, ledger)
     if as_json:
         echo_json(result.as_dict())
     elif result.ok:

@@ -79,11 +79,18 @@ def _all_files(folder: Path, skip_graded: bool) -> list[str]:
     return out
 
 
-def verify_folder(folder: str | Path) -> VerifyResult:
+def verify_folder(
+    folder: str | Path, expect_root: str | None = None, ledger: str | Path | None = None
+) -> VerifyResult:
     """Check a folder against its ``SHA256SUMS`` (ours or anyone's), then our commitment when present.
 
     Names every changed, missing and extra file. Extra files are any not listed, except
     ``SHA256SUMS`` itself and, in a commitment folder, ``COMMITMENT.json`` and ``graded/``.
+
+    A folder rewritten and wholly re-sealed (a question changed, then FROZEN.json, SHA256SUMS and
+    COMMITMENT.json recomputed) verifies against itself; two outside anchors catch it: ``expect_root``, the
+    Merkle root published when the commitment was made, and ``ledger``, the append-only ``frozen/LEDGER.jsonl``
+    that sealed each committed frozen set when it was frozen (every committed seal must be a line of it).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -105,7 +112,28 @@ def verify_folder(folder: str | Path) -> VerifyResult:
     result.root = sums_root(entries)
     if is_commitment:
         result.problems += _verify_commitment(folder, result)
+    if expect_root is not None and result.root != expect_root.strip().lower():
+        result.problems.append(
+            f"merkle root {result.root} is not the published root {expect_root.strip()}: the folder was rewritten "
+            "after it was published"
+        )
+    if ledger is not None and result.commitment is not None:
+        result.problems += _ledger_problems(result.commitment, Path(ledger))
     return result
+
+
+def _ledger_problems(commitment: Commitment, ledger: Path) -> list[str]:
+    """Committed frozen sets whose seal the ledger never recorded (one line each)."""
+    from backtest.core.fileio import iter_jsonl
+
+    if not ledger.is_file():
+        raise BadInput(f"{ledger}: no such ledger")
+    sealed = {row.get("frozen_seal") for _, row in iter_jsonl(ledger) if isinstance(row, dict)}
+    return [
+        f"{s.system}: frozen seal {s.frozen_seal[:16]}… is not in {ledger.name}: not the set that was frozen"
+        for s in commitment.systems
+        if s.frozen_seal not in sealed
+    ]
 
 
 def _verify_commitment(folder: Path, result: VerifyResult) -> list[str]:
