@@ -250,11 +250,8 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
         )
     items = label_set.items_of(name)
     missing = [q for q in sample.sampled if q not in items]
-    unlabelled = [
-        items[q] for q in sample.sampled if q in items and not any(items[q] in r for r in label_set.readers.values())
-    ]
-    if label_set.adjudicated:
-        unlabelled = [items[q] for q in sample.sampled if q in items and items[q] not in label_set.readers[ADJUDICATED]]
+    voters = [label_set.readers[ADJUDICATED]] if label_set.adjudicated else list(label_set.readers.values())
+    unlabelled = [items[q] for q in sample.sampled if q in items and not any(items[q] in r for r in voters)]
     if missing or unlabelled:
         raise BadInput(
             f"{name}: {len(missing) + len(unlabelled)} sampled question(s) have no reader's label in "
@@ -276,7 +273,6 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
     judge_outcomes = Counter(j.outcome for j in judgments)
     reader_outcomes: dict[str, float] = {}
     for item in item_ids:
-        voters = [label_set.readers[ADJUDICATED]] if label_set.adjudicated else list(label_set.readers.values())
         votes = [r[item].outcome for r in voters if item in r]
         for v in votes:
             reader_outcomes[v] = reader_outcomes.get(v, 0.0) + 1 / len(votes)

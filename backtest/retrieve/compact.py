@@ -93,21 +93,30 @@ def _rematerialise_in(ws: Workspace, instance_id: str, rows: list[dict[str, Any]
     return out
 
 
+def is_compact_file(path: Path) -> bool:
+    """Whether a ``retrieval.jsonl`` is in the compact form (its documents carry hashes, not text)."""
+    return any(is_compact_retrieval(row) for _, row in iter_jsonl(Path(path)))
+
+
 def read_retrievals(path: Path, instance_id: str, ws: Workspace | None = None) -> list[Retrieval]:
     """The retrievals of ``path`` (a run's ``retrieval.jsonl``, of ``instance_id``) with their text: a compact
-    file has every document's shown text cut again from the sealed future corpus and checked against its
-    ``shown_sha256``. CheckFailed, one line, when any document's text cannot be recovered or does not match."""
+    file has every document's shown text cut again from the sealed future corpus, checked against its
+    ``shown_sha256`` and then given as retrieval wrote it (the hash dropped: the text it vouched for is back).
+    CheckFailed, one line, when any document's text cannot be recovered or does not match."""
     path = Path(path)
     rows = [row for _, row in iter_jsonl(path)]
-    for n, row in enumerate(rows, start=1):
-        parse_record(Retrieval, row, f"{path}:{n}")
-    if any(is_compact_retrieval(r) for r in rows):
-        rows = _rematerialise_in(ws or Workspace.of_run(path.parent), instance_id, rows)
-        for row in rows:
-            for d in row["documents"]:
-                if "text_missing" in d:
-                    raise CheckFailed(
-                        f"{path}: question {row['question_id']}, document {d['id']}: the text the judge was shown "
-                        f"cannot be recovered ({d['text_missing']}); refusing to read this run as if it had none"
-                    )
-    return [parse_record(Retrieval, row, f"{path}:{n}") for n, row in enumerate(rows, start=1)]
+    parsed = [parse_record(Retrieval, row, f"{path}:{n}") for n, row in enumerate(rows, start=1)]
+    if not any(is_compact_retrieval(r) for r in rows):
+        return parsed
+    restored = []
+    for row in _rematerialise_in(ws or Workspace.of_run(path.parent), instance_id, rows):
+        documents = []
+        for d in row["documents"]:
+            if "text_missing" in d:
+                raise CheckFailed(
+                    f"{path}: question {row['question_id']}, document {d['id']}: the text the judge was shown "
+                    f"cannot be recovered ({d['text_missing']}); refusing to read this run as if it had none"
+                )
+            documents.append({k: v for k, v in d.items() if k != "shown_sha256"})
+        restored.append(Retrieval.model_validate({**row, "documents": documents}))
+    return restored

@@ -58,7 +58,7 @@ from backtest.core.records import (
 )
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.core.workspace import Workspace
-from backtest.retrieve.compact import read_retrievals
+from backtest.retrieve.compact import is_compact_file, read_retrievals
 from backtest.scoring.cost import Ledger, judge_price, run_cost
 from backtest.scoring.outputs import Metrics, Run
 
@@ -404,14 +404,6 @@ def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list
     return run, retrievals, judgments, parse_record(Metrics, read_json(metrics_path), str(metrics_path))
 
 
-def _without_hashes(retrieval: Retrieval) -> Retrieval:
-    """A retrieval restored from a compact file, as retrieval wrote it (no ``shown_sha256`` on its documents)."""
-    row = retrieval.model_dump(mode="json")
-    for d in row["documents"]:
-        d.pop("shown_sha256", None)
-    return Retrieval.model_validate(row)
-
-
 @dataclass
 class Prepared:
     """A frozen set checked and ready to score: its bundle, instance, judge, settings and run folder."""
@@ -444,8 +436,8 @@ class Prepared:
                     f"{source}: question ids do not match the frozen set; remove the run folder to redo it"
                 )
             if write and source != path:
-                if b'"shown_sha256"' in source.read_bytes():
-                    write_retrievals(path, [_without_hashes(r) for r in retrievals])
+                if is_compact_file(source):  # restored text, written as retrieval writes it
+                    write_retrievals(path, retrievals)
                 else:
                     atomic_write_bytes(path, source.read_bytes())
             return retrievals

@@ -641,8 +641,12 @@ def disagreements(items_dir: str | Path, readers: tuple[str, str] = ("reader_a",
     """Every (item, field) on which the two readers' labels differ, as a decision to fill in (``adjudicated`` and
     ``reason`` empty)."""
     a, b = (_reader(Path(items_dir), r) for r in readers)
+    return _disagreements(a, b, f"{items_dir}: {readers[0]} and {readers[1]} labelled different items")
+
+
+def _disagreements(a: dict[str, Label], b: dict[str, Label], mismatch: str) -> list[dict[str, Any]]:
     if set(a) != set(b):
-        raise BadInput(f"{items_dir}: {readers[0]} and {readers[1]} labelled different items")
+        raise BadInput(mismatch)
     out = []
     for item in sorted(a):
         for field in ("outcome", "premise_status"):
@@ -670,7 +674,8 @@ def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, A
     found it engaged. Refuses (nothing written) a missing, extra or invalid decision."""
     items_dir = Path(items_dir)
     a, b = _reader(items_dir, "reader_a"), _reader(items_dir, "reader_b")
-    wanted = {(d["item_id"], d["field"]): d for d in disagreements(items_dir)}
+    mismatch = f"{items_dir}: reader_a and reader_b labelled different items"
+    wanted = {(d["item_id"], d["field"]): d for d in _disagreements(a, b, mismatch)}
     decided: dict[tuple[str, str], Decision] = {}
     problems = []
     for lineno, obj in iter_jsonl(Path(decisions_path)):

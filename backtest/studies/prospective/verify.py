@@ -79,9 +79,7 @@ def _all_files(folder: Path, skip_graded: bool) -> list[str]:
     return out
 
 
-def verify_folder(
-    folder: str | Path, expect_root: str | None = None, ledger: str | Path | None = None
-) -> VerifyResult:
+def verify_folder(folder: str | Path, expect_root: str | None = None, ledger: str | Path | None = None) -> VerifyResult:
     """Check a folder against its ``SHA256SUMS`` (ours or anyone's), then our commitment when present.
 
     Names every changed, missing and extra file. Extra files are any not listed, except
