@@ -158,18 +158,16 @@ def pages_with_grounded_blocks() -> list[Path]:
 
 
 def main() -> int:
-    for page in pages_with_bench_blocks():
-        text = page.read_text(encoding="utf-8")
-        filled = fill_bench_blocks(text)
-        if filled != text:
-            page.write_text(filled, encoding="utf-8")
-            print(f"filled the benchmark numbers of {page.relative_to(ROOT)}")
-    for page in pages_with_grounded_blocks():
-        text = page.read_text(encoding="utf-8")
-        filled = fill_grounded_blocks(text)
-        if filled != text:
-            page.write_text(filled, encoding="utf-8")
-            print(f"filled the grounded tables of {page.relative_to(ROOT)}")
+    for pages, fill, what in (
+        (pages_with_bench_blocks(), fill_bench_blocks, "benchmark numbers"),
+        (pages_with_grounded_blocks(), fill_grounded_blocks, "grounded tables"),
+    ):
+        for page in pages:
+            text = page.read_text(encoding="utf-8")
+            filled = fill(text)
+            if filled != text:
+                page.write_text(filled, encoding="utf-8")
+                print(f"filled the {what} of {page.relative_to(ROOT)}")
     OUT.mkdir(parents=True, exist_ok=True)
     for name, render in (("cli.md", cli_page), ("schemas.md", schemas_page), ("benchmarks.md", benchmarks_page)):
         (OUT / name).write_text(render() + "\n", encoding="utf-8")
