@@ -3,7 +3,8 @@
 Item 1 (compact runs read blind) is ``tests/test_estimate.py``; item 2 (a key behind JSON escapes) is
 ``tests/test_secrets.py``; item 4 (a past prospective window) is ``tests/test_prospective.py``. Here: item 9,
 Markdown outputs rendered by a real Markdown library and opened in headless Chromium, where no injected
-script may run; item 13, a record dated with a UTC offset kept on its UTC day.
+script may run; item 13, a record dated with a UTC offset kept on its UTC day; item 3, validity cards checked
+before they are shown and re-derived by ``judge verify-card``.
 """
 
 from __future__ import annotations
@@ -179,3 +180,70 @@ def test_a_rewritten_commitment_fails_against_the_published_root_and_the_ledger(
     shutil.copytree(live, folder)
     code, _, err = run_cli(["prospective", "verify", folder, "--ledger", partial], capsys=capsys)
     assert code == 1 and "is not in LEDGER.jsonl: not the set that was frozen" in err
+
+
+def _card_workspace(tmp_path: Path, sets: tuple[str, ...]) -> Workspace:
+    """A workspace holding the committed cards and the named committed labelled sets (copied, not linked)."""
+    import shutil
+
+    ws = Workspace(tmp_path / "ws")
+    shutil.copytree(REPO / "judges" / "cards", ws.judges / "cards")
+    for name in sets:
+        shutil.copytree(REPO / "judges" / "validation" / name, ws.judges / "validation" / name)
+    return ws
+
+
+def test_a_forged_or_borrowed_validity_card_is_shown_as_invalid_never_its_numbers(tmp_path):
+    """Item 3. Before: a card edited to claim κ 0.97 on n=5,000, or a card copied to another judge's file name,
+    was printed by score, compare and the leaderboard as it was written."""
+    from backtest.judge.cards import run_validity
+
+    ws = _card_workspace(
+        tmp_path, ("outcomes-heldout-v1", "outcomes-v1", "release-astro-2025-v1", "release-space-2016-v1")
+    )
+    run_judge = json.loads((REPO / "results/astro-2025/direct_llm").glob("*/RUN.json").__next__().read_text())["judge"]
+    honest = run_validity(ws, run_judge)
+    assert honest["problems"] == [] and "κ engaged 0.26" in honest["line"]
+
+    card_file = REPO / honest["card"]
+    forged = json.loads(card_file.read_text())
+    forged["validations"][0]["engaged"].update(kappa=0.97, kappa_ci=[0.95, 0.99])
+    forged["validations"][0]["n"] = 5000
+    (ws.root / honest["card"]).write_text(json.dumps(forged))
+    shown = run_validity(ws, run_judge)
+    assert shown["line"].startswith("judge validity: card invalid") and "0.97" not in shown["line"]
+    assert "n=5000 is impossible on a set of 68 items" in shown["line"] and shown["validations"] == []
+
+    # the same (honest) card filed under the fingerprint of another judge, the offline-cues-v1 one
+    other = {"name": "offline-cues-v1", "model": "m", "protocol": "p", "prompt_sha256": "x", "config_sha256": "y"}
+    from backtest.judge.cards import card_path
+
+    card_path(ws.judges / "cards", other).write_text(card_file.read_text())
+    borrowed = run_validity(ws, other)
+    assert "card invalid" in borrowed["line"] and "is not its file name" in borrowed["line"]
+
+
+def test_verify_card_recomputes_every_figure_and_catches_a_plausible_forgery(tmp_path):
+    """Item 3. A forged figure that is still possible (inside its interval, n unchanged) passes the checks that
+    need no judge; ``judge verify-card`` re-runs the judge on the committed set and names the difference."""
+    from click.testing import CliRunner
+
+    from backtest.cli.main import cli
+
+    ws = _card_workspace(tmp_path, ("pairs-v1",))
+    card = ws.judges / "cards" / "pairwise-74e85a9f32a40cdd.json"
+    runner = CliRunner()
+    honest = runner.invoke(cli, ["--root", str(ws.root), "judge", "verify-card", str(card)])
+    assert honest.exit_code == 0, honest.output
+    assert "matches: pairs-v1" in honest.output
+    published = honest.output.split("sha256 ")[1].split()[0]
+
+    data = json.loads(card.read_text())
+    data["validations"][0]["agreement"] = round(data["validations"][0]["ci95"][1] - 0.01, 4)
+    card.write_text(json.dumps(data))
+    forged = runner.invoke(cli, ["--root", str(ws.root), "judge", "verify-card", str(card)])
+    assert forged.exit_code == 1 and "CARD INVALID" in forged.output and "agreement" in forged.output
+    hashed = runner.invoke(
+        cli, ["--root", str(ws.root), "judge", "verify-card", str(card), "--expect-sha256", published]
+    )
+    assert hashed.exit_code == 1 and "is not the published" in hashed.output

@@ -313,7 +313,7 @@ def arena_study(
         }
     )[:12]
     if root is not None:
-        from backtest.judge.cards import card_line, load_card
+        from backtest.judge.cards import validity_line
 
-        result["judge_validity"] = card_line(load_card(Path(root) / "judges" / "cards", result["judge"], pairwise=True))
+        result["judge_validity"] = validity_line(Path(root) / "judges" / "cards", result["judge"], pairwise=True)
     return result, multi, run_id

@@ -260,7 +260,7 @@ def judge_validate(
     """
     from backtest.analysis.validation.report import render_text, write_report
     from backtest.analysis.validation.validate import validate_items, validate_pairs
-    from backtest.judge.cards import card_line, load_card, write_card
+    from backtest.judge.cards import validity_line, write_card
 
     ws = workspace(ctx)
     if pairwise:
@@ -292,8 +292,51 @@ def judge_validate(
         return
     click.echo(render_text(report))
     if not no_card:
-        click.echo(card_line(load_card(ws.judges / "cards", report["judge"], pairwise)))
+        click.echo(validity_line(ws.judges / "cards", report["judge"], pairwise))
         click.echo(f"card: {report['card']}")
+
+
+@judge_group.command("verify-card")
+@click.argument("cards", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--judge",
+    "judge_spec",
+    default=None,
+    help="The judge the card is for (default: the registered judge or judges/*.toml with the card's fingerprint).",
+)
+@click.option(
+    "--expect-sha256",
+    default=None,
+    help="The card's published sha256 (one card): checked as well, and enough where a figure cannot be recomputed.",
+)
+@json_option
+@click.pass_context
+def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
+    """Re-derive validity CARDS (default: every card in judges/cards/) from the committed labelled sets.
+
+    Checks that each card names the judge it is filed under and cites committed labelled sets,
+    then re-runs that judge on each set the way the card says it was measured and compares every
+    figure. Exit 1 when any card fails; print each card's sha256 (to publish) when it passes.
+    """
+    from backtest.analysis.validation.verify_card import verify_card
+
+    ws = workspace(ctx)
+    paths = list(cards) or sorted((ws.judges / "cards").glob("*.json"))
+    if not paths:
+        raise BadInput(f"no validity cards under {ws.relative(ws.judges / 'cards')}")
+    if expect_sha256 and len(paths) != 1:
+        raise BadInput("--expect-sha256 checks one card: name it")
+    results = [verify_card(ws, p, judge_spec, expect_sha256) for p in paths]
+    if as_json:
+        echo_json(results)
+    else:
+        for r in results:
+            click.echo(f"{'ok' if r['ok'] else 'CARD INVALID'}  {r['card']}  sha256 {r['sha256']}")
+            for e in r["entries"]:
+                click.echo(f"  {e['status']}: {e['set']}" + (f" ({e['why']})" if e.get("why") else ""))
+            for problem in r["problems"]:
+                click.echo(f"  - {problem}")
+    ctx.exit(0 if all(r["ok"] for r in results) else 1)
 
 
 @judge_group.command("fit")

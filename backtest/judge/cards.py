@@ -6,6 +6,14 @@ prompt, threshold or weight file is a different judge with no card until it is v
 A card holds one entry per labelled set it was validated on (keyed by the items' and
 labels' sha256); validating again on the same set replaces that entry.
 
+A card is never trusted as written. :func:`card_problems` checks, wherever a card is read, that it
+names the judge it is filed under (its fingerprint, its file name and the fingerprint of its
+``judge`` entry agree, and match the run's judge), that every labelled set it cites is a committed one
+(the items' and labels' sha256 match files under ``judges/validation/``) and that its figures are
+possible there (n at most the set's items, each kappa inside its interval). A card that fails is
+shown as "card invalid", never its numbers. ``backtest judge verify-card`` goes further: it re-runs
+the judge on the cited sets and compares every figure.
+
 :func:`card_line` is the one-line summary that ``score``, reports, ``compare``, the arena
 and the leaderboard print: engagement and outcome kappa with their 95% intervals, n, the
 labelled set and how the numbers were made — or ``not validated``.
@@ -13,14 +21,17 @@ labelled set and how the numbers were made — or ``not validated``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from backtest.core.errors import BadInput
 from backtest.core.records import read_output, write_output
-from backtest.core.seal import sha256_json
+from backtest.core.seal import sha256_file, sha256_json
 from backtest.judge.outputs import ValidityCard
 
 NOT_VALIDATED = "judge not validated: no validity card (run `backtest judge validate`)"
+CARD_INVALID = "judge validity: card invalid"
 
 
 def fingerprint(info: Any) -> str:
@@ -70,6 +81,12 @@ def _pair_summary(report: dict[str, Any], set_name: str) -> dict[str, Any]:
     }
 
 
+def card_entry(report: dict[str, Any], set_name: str) -> dict[str, Any]:
+    """The card entry a validation report (judge or pairwise) makes for the labelled set ``set_name``."""
+    pairwise = report["kind"] == "pairwise-judge-validation"
+    return (_pair_summary if pairwise else _summary)(report, set_name)
+
+
 def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
     """Add (or replace) this validation's entry on the judge's card; return the card's path."""
     pairwise = report["kind"] == "pairwise-judge-validation"
@@ -86,7 +103,7 @@ def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
             "validations": [],
         }
     )
-    entry = (_pair_summary if pairwise else _summary)(report, set_name)
+    entry = card_entry(report, set_name)
     card["validations"] = [v for v in card["validations"] if v["items_sha256"] != entry["items_sha256"]] + [entry]
     card["validations"].sort(key=lambda v: v["set"])
     write_output(path, ValidityCard, card)
@@ -94,9 +111,103 @@ def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
 
 
 def load_card(cards_dir: Path, info: Any, pairwise: bool = False) -> dict[str, Any] | None:
-    """The judge's card, or None where it has none."""
+    """The judge's card as written, or None where it has none (check it with :func:`card_problems`)."""
     path = card_path(cards_dir, info, pairwise)
     return read_output(ValidityCard, path) if path.is_file() else None
+
+
+def committed_sets(validation_dir: Path) -> dict[str, Path]:
+    """sha256 -> file, for every committed labelled set's items (``items.jsonl``, ``pairs.jsonl``) and labels."""
+    files = [
+        p for pattern in ("*/items.jsonl", "*/pairs.jsonl", "*/labels/*.jsonl") for p in validation_dir.glob(pattern)
+    ]
+    return {sha256_file(p): p for p in sorted(files) if p.is_file() and not p.is_symlink()}
+
+
+def _rows(path: Path) -> int:
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def _figure_problems(name: str, block: dict[str, Any], n: int) -> list[str]:
+    """A kappa block (``kappa``, ``kappa_ci``, ``agreement``, ``n``) that cannot be: out of range or outside its CI."""
+    out = []
+    kappa, ci = block.get("kappa"), block.get("kappa_ci") or [None, None]
+    if kappa is not None and not -1.0 <= kappa <= 1.0:
+        out.append(f"{name} κ {kappa} is not a kappa")
+    if kappa is not None and None not in ci and not ci[0] <= kappa <= ci[1]:
+        out.append(f"{name} κ {kappa} lies outside its interval {ci}")
+    if not 0.0 <= float(block.get("agreement", 0.0)) <= 1.0:
+        out.append(f"{name} agreement {block.get('agreement')} is not a share")
+    if int(block.get("n", 0)) > n:
+        out.append(f"{name} n={block.get('n')} exceeds the entry's n={n}")
+    return out
+
+
+def _entry_problems(entry: dict[str, Any], sets: dict[str, Path], validation_dir: Path) -> list[str]:
+    """What is wrong with one validation entry: labelled sets not committed, figures impossible on them."""
+    where = f"set {entry.get('set')!r}"
+    labels = entry.get("labels_sha256") or {}
+    if not labels:
+        return [f"{where}: names no labels' sha256"]
+    out = [f"{where}: labels {name!r} are not a committed labelled set" for name, h in labels.items() if h not in sets]
+    items = sets.get(entry.get("items_sha256", ""))
+    if items is not None:
+        n_items = _rows(items)
+    elif all((validation_dir / name / "labels" / "adjudicated.jsonl") in sets.values() for name in labels):
+        # a pooled study (scripts/judge_system_study.py): its labels are keyed by the committed sets they pool
+        n_items = sum(_rows(validation_dir / name / "items.jsonl") for name in labels)
+    else:
+        return out + [f"{where}: items sha256 {str(entry.get('items_sha256'))[:12]} is not a committed labelled set"]
+    n = int(entry.get("n", 0))
+    if not 0 < n <= n_items:
+        out.append(f"{where}: n={n} is impossible on a set of {n_items} items")
+    if "ci95" in entry:  # pairwise
+        lo, hi = entry["ci95"]
+        if not 0.0 <= lo <= entry["agreement"] <= hi <= 1.0:
+            out.append(f"{where}: agreement {entry['agreement']} lies outside its interval {entry['ci95']}")
+    for field in ("engaged", "outcome", "premise_status"):
+        if field in entry:
+            out += [f"{where}: {p}" for p in _figure_problems(field, entry[field], n)]
+    return out
+
+
+def card_problems(path: Path, card: dict[str, Any], info: Any = None) -> list[str]:
+    """Why the card at ``path`` (under ``judges/cards/``) cannot be trusted; empty when it passes every check
+    that needs no judge run. ``info``: the judge it is read for (a run's judge), when there is one."""
+    fp = card.get("fingerprint")
+    pairwise = card.get("kind") == "pairwise-validity-card"
+    out = []
+    if path.stem != f"{'pairwise-' if pairwise else ''}{fp}":
+        out.append(f"its fingerprint {fp} is not its file name {path.name}")
+    if fingerprint(card.get("judge") or {}) != fp:
+        out.append(f"its judge entry does not have the fingerprint {fp} it claims")
+    if info is not None and fingerprint(info) != fp:
+        out.append(f"it is for judge {fp}, not this judge ({fingerprint(info)})")
+    if not card.get("validations"):
+        out.append("it has no validations")
+    validation_dir = path.parent.parent / "validation"
+    sets = committed_sets(validation_dir)
+    for entry in card.get("validations") or []:
+        out += _entry_problems(entry, sets, validation_dir)
+    return out
+
+
+def checked_card(cards_dir: Path, info: Any, pairwise: bool = False) -> tuple[Path, dict[str, Any] | None, list[str]]:
+    """The judge's card path, the card (None when it has none) and why it cannot be trusted (empty when it can)."""
+    path = card_path(cards_dir, info, pairwise)
+    if not path.is_file():
+        return path, None, []
+    try:
+        card = read_output(ValidityCard, path)
+    except (BadInput, ValueError, json.JSONDecodeError) as err:
+        return path, {}, [f"unreadable: {str(err).splitlines()[0]}"]
+    return path, card, card_problems(path, card, info)
+
+
+def validity_line(cards_dir: Path, info: Any, pairwise: bool = False) -> str:
+    """The one-line validity summary of the judge ``info`` (checked; 'card invalid' when its card fails)."""
+    _path, card, problems = checked_card(cards_dir, info, pairwise)
+    return card_line(card, problems)
 
 
 def _ci(entry: dict[str, Any]) -> str:
@@ -104,9 +215,15 @@ def _ci(entry: dict[str, Any]) -> str:
     return f"{entry['kappa']:.2f} [{lo:.2f}, {hi:.2f}]" if entry["kappa"] is not None and lo is not None else "n/a"
 
 
-def card_line(card: dict[str, Any] | None) -> str:
-    """One line for reports: the card's kappas (engaged, outcome) with intervals, n and set; or 'not validated'."""
-    if not card or not card.get("validations"):
+def card_line(card: dict[str, Any] | None, problems: list[str] | tuple[str, ...] = ()) -> str:
+    """One line for reports: the card's kappas (engaged, outcome) with intervals, n and set; 'not validated'; or,
+    where the card failed its checks (``problems``), 'card invalid' with the first reason and never its numbers."""
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return f"{CARD_INVALID}: {problems[0]}{more}; run `backtest judge verify-card`"
+    if card is None:
+        return NOT_VALIDATED
+    if not card.get("validations"):
         return NOT_VALIDATED
     parts = []
     for v in card["validations"]:
@@ -125,14 +242,15 @@ def card_line(card: dict[str, Any] | None) -> str:
 
 
 def run_validity(ws, judge: dict[str, Any]) -> dict[str, Any]:
-    """For a run's RUN.json ``judge`` entry: the card's path (None when there is none) and its one-line summary."""
+    """For a run's RUN.json ``judge`` entry: the card's path (None when there is none), its one-line summary
+    ('card invalid' when it fails its checks), its validations (none when invalid) and its problems."""
     from backtest.core.records import JudgeInfo
 
     info = {k: judge.get(k) for k in JudgeInfo.model_fields}
-    path = card_path(ws.judges / "cards", info)
-    card = read_output(ValidityCard, path) if path.is_file() else None
+    path, card, problems = checked_card(ws.judges / "cards", info)
     return {
-        "card": ws.relative(path) if card else None,
-        "line": card_line(card),
-        "validations": card["validations"] if card else [],
+        "card": ws.relative(path) if card is not None else None,
+        "line": card_line(card, problems),
+        "validations": card["validations"] if card and not problems else [],
+        "problems": problems,
     }

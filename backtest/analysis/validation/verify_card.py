@@ -1,0 +1,137 @@
+"""``backtest judge verify-card``: a validity card re-derived from the committed labelled sets.
+
+:func:`backtest.judge.cards.card_problems` checks what needs no judge (the card names its judge,
+cites committed labelled sets, holds possible figures). This module re-runs the judge the card is
+for on each cited set, the way the card says it was measured (as-is, or cross-validated with K
+folds), and compares every figure of the new entry with the card's. An entry made another way
+(the pooled leave-one-system-out study) cannot be re-derived here: it is reported as "not
+recomputed" with the script that makes it, and the card's sha256 can instead be checked against a
+published one (``--expect-sha256``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from backtest.core.errors import BadInput
+from backtest.core.records import read_output
+from backtest.core.seal import sha256_file
+from backtest.judge.cards import card_entry, card_problems, committed_sets, fingerprint
+from backtest.judge.outputs import ValidityCard
+
+TOLERANCE = 1e-6
+_CV = re.compile(r"cross-validated \((\d+)-fold")
+
+
+def _differences(recorded: Any, recomputed: Any, where: str = "") -> list[str]:
+    """Every place two JSON values differ (numbers within TOLERANCE are equal)."""
+    if isinstance(recorded, dict) and isinstance(recomputed, dict):
+        out = []
+        for key in sorted(set(recorded) | set(recomputed)):
+            out += _differences(recorded.get(key), recomputed.get(key), f"{where}.{key}" if where else str(key))
+        return out
+    if isinstance(recorded, list) and isinstance(recomputed, list) and len(recorded) == len(recomputed):
+        return [d for i, (a, b) in enumerate(zip(recorded, recomputed)) for d in _differences(a, b, f"{where}[{i}]")]
+    numbers = (int, float)
+    if isinstance(recorded, numbers) and isinstance(recomputed, numbers) and not isinstance(recorded, bool):
+        return [] if abs(float(recorded) - float(recomputed)) <= TOLERANCE else [f"{where} {recorded} != {recomputed}"]
+    return [] if recorded == recomputed else [f"{where} {recorded!r} != {recomputed!r}"]
+
+
+def find_judge(ws, card: dict[str, Any], spec: str | None = None):
+    """The judge the card is for: ``spec`` when given (it must have the card's fingerprint), else the registered
+    judge or ``judges/*.toml`` config whose fingerprint is the card's; None when the workspace has none."""
+    pairwise = card["kind"] == "pairwise-validity-card"
+    if pairwise:
+        from backtest.arena.pairwise import PAIRWISE_JUDGES, get_pairwise_judge
+
+        def build(s):
+            return get_pairwise_judge(s, ws.root)
+
+        names = list(PAIRWISE_JUDGES.names())
+    else:
+        from backtest.judge import get_judge, judge_names
+
+        def build(s):
+            return get_judge(s, ws)
+
+        names = [n for n in judge_names() if n != "llm"]
+    candidates = [spec] if spec else names + [str(p) for p in sorted(ws.judges.glob("*.toml"))]
+    for candidate in candidates:
+        try:
+            judge = build(candidate)
+        except BadInput:
+            if spec:
+                raise
+            continue
+        if fingerprint(judge.info()) == card["fingerprint"]:
+            return judge
+    if spec:
+        raise BadInput(f"--judge {spec}: its fingerprint is not the card's ({card['fingerprint']})")
+    return None
+
+
+def recompute_entry(judge, entry: dict[str, Any], sets: dict[str, Path], pairwise: bool) -> dict[str, Any]:
+    """The entry the judge gives today on the entry's committed set, measured the way the entry says."""
+    from backtest.analysis.validation.validate import validate_items, validate_pairs
+
+    evaluation = entry["evaluation"]
+    cv = _CV.match(evaluation)
+    if evaluation != "as-is" and not cv:
+        raise LookupError(evaluation)
+    items = sets[entry["items_sha256"]]
+    labels = [f"{name}={sets[h]}" for name, h in entry["labels_sha256"].items()]
+    folds = int(cv.group(1)) if cv else 5
+    if pairwise:
+        report = validate_pairs(items, labels, judge, folds=folds, cross_validate=bool(cv))
+    else:
+        report = validate_items(items, labels, judge, folds=folds, cross_validate=bool(cv))
+    return card_entry(report, entry["set"])
+
+
+def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: str | None = None) -> dict[str, Any]:
+    """Check the card at ``path``: the judge-free checks, then each entry re-derived by its judge.
+
+    Returns ``{"card", "sha256", "ok", "problems", "entries": [{"set", "status", "differences"}]}``; ``ok`` is
+    False when any check fails or any recomputed figure differs; an entry that cannot be recomputed here is
+    "not recomputed" (with why) and does not by itself fail the card, unless no entry at all was recomputed and
+    no published sha256 was checked.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(f"{path}: no such validity card")
+    card = read_output(ValidityCard, path)
+    digest = sha256_file(path)
+    problems = card_problems(path, card)
+    if expect_sha256 and digest != expect_sha256.lower():
+        problems.append(f"its sha256 {digest[:16]} is not the published {expect_sha256[:16]}")
+    entries: list[dict[str, Any]] = []
+    judge = None if problems else find_judge(ws, card, judge_spec)
+    if not problems and judge is None:
+        problems.append(f"no judge in this workspace has the card's fingerprint {card['fingerprint']}")
+    if not problems:
+        sets = committed_sets(path.parent.parent / "validation")
+        pairwise = card["kind"] == "pairwise-validity-card"
+        for entry in card["validations"]:
+            try:
+                fresh = recompute_entry(judge, entry, sets, pairwise)
+            except (LookupError, KeyError):
+                entries.append(
+                    {
+                        "set": entry["set"],
+                        "status": "not recomputed",
+                        "why": f"made by another procedure ({entry['evaluation'][:60]}); "
+                        "rerun scripts/judge_system_study.py, or check --expect-sha256",
+                        "differences": [],
+                    }
+                )
+                continue
+            recorded = {k: v for k, v in entry.items() if k in fresh}
+            diffs = _differences(recorded, fresh)
+            entries.append({"set": entry["set"], "status": "matches" if not diffs else "differs", "differences": diffs})
+        problems += [f"set {e['set']!r}: {d}" for e in entries for d in e["differences"]]
+        if not expect_sha256 and entries and all(e["status"] == "not recomputed" for e in entries):
+            problems.append("no figure could be recomputed here and no published sha256 was given")
+    return {"card": str(path), "sha256": digest, "ok": not problems, "problems": problems, "entries": entries}
