@@ -123,7 +123,9 @@ def test_retries_500_429_and_invalid_json_then_caches(endpoint, tmp_path, monkey
     assert body["response_format"]["json_schema"]["schema"] == SCHEMA
     again = c.chat(MSG, schema=SCHEMA)
     assert again.cached and again.parsed == r.parsed and len(ep.requests) == 4
-    assert c.stats.cache_hits == 1 and c.stats.prompt_tokens == 22 and c.stats.cached_prompt_tokens == 11
+    # the answer cost both attempts that came back (the unusable one was billed too): so does its cached copy
+    assert r.usage["prompt_tokens"] == 22 and again.usage["prompt_tokens"] == 22
+    assert c.stats.cache_hits == 1 and c.stats.prompt_tokens == 22 and c.stats.cached_prompt_tokens == 22
     c.close()
     for f in tmp_path.iterdir():  # the database and any WAL/SHM files
         assert KEY.encode() not in f.read_bytes(), f

@@ -43,7 +43,7 @@ from backtest.core.workspace import Workspace
 from backtest.judge.constraints import check_answer, failed_judgment, parse_answer, retry_message, to_judgment
 from backtest.judge.protocol import answer_schema
 from backtest.llm.client import LLMClient, LLMError, LLMResponse
-from backtest.llm.pricing import CallEstimate, TokenCounter, price_from_config
+from backtest.llm.pricing import CallEstimate, TokenCounter, price_from_config, prompt_tokens_bound
 from backtest.llm.settings import cache_path, settings_from_config
 
 PROTOCOL = "outcome-premise"
@@ -182,6 +182,21 @@ class LLMJudge:
             self._counter = TokenCounter(self.llm.base_url, self.llm.model)
         prompt, exact = self._counter.count(request.messages)
         return CallEstimate(prompt, self.llm.max_tokens, exact, False)
+
+    def worst_case(self, question: Question, documents: Sequence[RetrievedDocument]) -> CallEstimate:
+        """The most one question can cost, for ``score --max-cost`` to admit it on: every attempt the client may
+        make (1 + ``max_retries``; an unusable answer is billed too) of the first call and of the constraint
+        retry, each with its prompt bounded by its bytes (:func:`prompt_tokens_bound`) and ``max_tokens`` back.
+        The retry's prompt adds the model's answer (at most ``max_tokens``) and the rules it broke, which quote
+        at most the answer's labels and ids twice: ``3 * max_tokens`` with a margin. 0 when cached."""
+        request = self.first_request(question, documents)
+        if self.client.is_cached(request.messages, request.schema, request.schema_name, request.key_extra):
+            return CallEstimate(0, 0, True, True)
+        attempts = 1 + self.llm.max_retries
+        answer = self.llm.max_tokens
+        first = prompt_tokens_bound(request.messages, request.schema)
+        retry = prompt_tokens_bound(request.follow_up("", []).messages, request.schema) + 3 * answer + 64
+        return CallEstimate(attempts * (first + retry), 2 * attempts * answer, False, False)
 
     def stats(self) -> dict[str, Any]:
         """The client's counters: HTTP calls, cache hits, retries, tokens."""

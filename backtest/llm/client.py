@@ -514,6 +514,11 @@ class LLMClient:
                 validate(parsed)
         except (InvalidAnswer, ValueError) as exc:
             raise _Retryable("invalid_json", f"invalid answer: {' '.join(str(exc).split())[:300]}") from None
+        # the answer cost every attempt it took (an unusable answer before it was billed too): its usage says so,
+        # and so does the cache, so a run answered from the cache costs what its labels cost when bought
+        usage = {**usage, **state.spent}
+        if "total_tokens" in usage:
+            usage["total_tokens"] = state.spent["prompt_tokens"] + state.spent["completion_tokens"]
         if self.cache is not None:
             self.cache.put(key, material, content, usage, finish)
         return LLMResponse(content, parsed, usage, key, False, state.n, finish)

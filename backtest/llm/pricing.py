@@ -17,6 +17,7 @@ are not known before it exists; their bound is the config's ``max_tokens``.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -84,6 +85,21 @@ def estimate_tokens(text: str) -> int:
 def estimate_chat_tokens(messages: Sequence[dict[str, str]]) -> int:
     """Estimated prompt tokens of a chat: its texts plus a few tokens of template per message."""
     return sum(estimate_tokens(m.get("content", "")) + 4 for m in messages)
+
+
+# Template tokens a chat format may add around each message and around the whole chat (role markers, BOS/EOS);
+# generous: real templates use fewer than a dozen.
+TEMPLATE_TOKENS_PER_MESSAGE = 16
+TEMPLATE_TOKENS_PER_CHAT = 32
+
+
+def prompt_tokens_bound(messages: Sequence[dict[str, str]], schema: dict[str, Any] | None = None) -> int:
+    """An upper bound on a chat's prompt tokens from its bytes alone, true for any tokenizer that spends at least
+    one byte of text per token (byte-level BPE, SentencePiece with byte fallback): every UTF-8 byte of every
+    message and of the answer schema (some providers put it in the prompt), plus the template's tokens."""
+    text = sum(len(m.get("content", "").encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages)
+    schema_bytes = len(json.dumps(schema, ensure_ascii=False).encode("utf-8")) if schema else 0
+    return text + schema_bytes + TEMPLATE_TOKENS_PER_CHAT
 
 
 class TokenCounter:

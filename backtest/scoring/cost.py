@@ -7,12 +7,13 @@
   labels cost, whoever paid; ``spent`` is what this invocation's new calls cost.
 * :func:`estimate_questions`: ``score --dry-run``: for every question not already in the
   judge's cache, the prompt tokens of its first call (counted exactly with the endpoint's
-  tokenizer when it has one, else estimated, and said so) and at most ``max_tokens`` back.
-  Constraint retries (a second call for an answer that cites an unshown paper) are not in it.
+  tokenizer when it has one, else estimated, and said so) and at most ``max_tokens`` back; and
+  its worst case, what ``--max-cost`` admits it on (every retry and the constraint retry, prompts
+  bounded by their bytes).
 * :class:`Ledger`: what this invocation's new calls cost (a question whose first answer was in
   the cache costs nothing), and ``score --max-cost``: a question is sent only while what this
-  invocation has spent, plus the bound of every call in flight, plus its own bound stays within
-  the budget; then the run stops cleanly (everything judged so far is in the fsync'd partial
+  invocation has spent, plus the worst case of every question in flight, plus its own worst case
+  stays within the budget; then the run stops cleanly (everything judged so far is in the fsync'd partial
   file) and a rerun with a larger budget goes on. The same on every executor: the driver
   counts from the judgments, not from a client's counters in some worker.
 """
@@ -74,13 +75,15 @@ def estimate_questions(
     """``score --dry-run``: every question's first-call estimate and the totals (no call is made)."""
     price = judge_price(judge)
     estimate = getattr(judge, "estimate", None)
-    rows = []
+    worst_case = getattr(judge, "worst_case", None)
+    rows, worst = [], []
     for question, docs in zip(questions, documents):
-        if estimate is None:  # a judge that calls no endpoint costs nothing
-            est = CallEstimate(0, 0, True, True)
+        if estimate is None or worst_case is None:  # a judge that calls no endpoint costs nothing
+            est = bound = CallEstimate(0, 0, True, True)
         else:
-            est = estimate(question, list(docs))
+            est, bound = estimate(question, list(docs)), worst_case(question, list(docs))
         rows.append((question.question_id, est))
+        worst.append(bound)
     to_call = [e for _, e in rows if not e.cached]
     prompt = sum(e.prompt_tokens for e in to_call)
     completion = sum(e.max_completion_tokens for e in to_call)
@@ -95,6 +98,7 @@ def estimate_questions(
         "cost_prompt": round(price.cost(prompt, 0), 6) if price else None,
         "cost_at_most": round(price.cost(prompt, completion), 6) if price else None,
         "cost_at_most_batch": round(price.cost(prompt, completion) * price.batch_factor, 6) if price else None,
+        "cost_worst_case": round(sum(b.bound(price) for b in worst), 6) if price else None,
         "per_question": [
             {
                 "question_id": qid,
@@ -102,40 +106,53 @@ def estimate_questions(
                 "prompt_tokens": e.prompt_tokens,
                 "exact": e.exact,
                 "cost_at_most": round(e.bound(price), 6) if price else None,
+                "cost_worst_case": round(b.bound(price), 6) if price else None,
             }
-            for qid, e in rows
+            for (qid, e), b in zip(rows, worst)
         ],
-        "note": "one call per question; constraint retries (rare) are not included",
+        "note": "cost_at_most: one call per question, as counted; cost_worst_case: what --max-cost admits a "
+        "question on (every retry, the constraint retry, prompts bounded by their bytes)",
     }
 
 
 @dataclass
 class Ledger:
-    """What this invocation's calls cost, and ``--max-cost``: with a ``limit``, a call is admitted only while
-    spent + the bounds of the calls in flight + its own bound stays within it."""
+    """What this invocation's calls cost, and ``--max-cost``: with a ``limit``, a question is admitted only while
+    spent + the bounds of the questions in flight + its own worst case (every attempt, the constraint retry,
+    prompts bounded by their bytes: ``LLMJudge.worst_case``) stays within it. A question that cost more than its
+    worst case means the endpoint's token counts cannot be trusted: ``overrun`` says so and nothing more is sent."""
 
     price: Price
     limit: float | None = None
     spent: float = 0.0
     reserved: float = 0.0
-    stopped_at: str | None = None  # the first question that did not fit
+    stopped_at: str | None = None  # the first question that did not fit (or was not sent after an overrun)
+    overrun: str | None = None  # a question that cost more than its bound, and by how much
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def admit(self, question_id: str, estimate: CallEstimate) -> float | None:
-        """Reserve the call's bound and return it, or None (and remember where) when it would not fit."""
+        """Reserve the question's bound and return it, or None (and remember where) when it would not fit."""
         if self.limit is None:
             return 0.0
         bound = estimate.bound(self.price)
         with self._lock:
-            if self.spent + self.reserved + bound > self.limit + 1e-12:
+            if self.overrun is not None or self.spent + self.reserved + bound > self.limit + 1e-12:
                 self.stopped_at = self.stopped_at or question_id
                 return None
             self.reserved += bound
             return bound
 
     def settle(self, reserved: float, judgment: Judgment, cached: bool) -> None:
-        """Release a finished call's reservation and charge what it cost (nothing when it came from the cache)."""
+        """Release a finished question's reservation and charge what it cost (nothing when from the cache)."""
         with self._lock:
             self.reserved -= reserved
-            if not cached:
-                self.spent += self.price.cost(*_tokens(judgment))
+            if cached:
+                return
+            cost = self.price.cost(*_tokens(judgment))
+            self.spent += cost
+            if self.limit is not None and cost > reserved + 1e-12 and self.overrun is None:
+                p, c = _tokens(judgment)
+                self.overrun = (
+                    f"{judgment.question_id} cost {cost:.6f} ({p} prompt + {c} completion tokens reported), more than "
+                    f"its worst case {reserved:.6f}: the endpoint's token counts cannot be bounded"
+                )

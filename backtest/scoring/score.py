@@ -239,7 +239,7 @@ def judge_all(
     if max_cost is not None and price is None:
         raise BadInput(f"--max-cost needs prices: judge {judge.name}'s config has no price table")
     ledger = Ledger(price, max_cost) if price is not None else None
-    estimate = getattr(judge, "estimate", None)
+    worst_case = getattr(judge, "worst_case", None)  # what --max-cost admits a question on
     is_cached = getattr(judge, "is_cached", None)
     stats0 = judge.stats()
     concurrency = max(1, int(getattr(judge, "concurrency", 1)))
@@ -269,7 +269,7 @@ def judge_all(
         return out
 
     # A judge with an endpoint keeps its own limit on calls in flight; a CPU-bound one fills the cluster.
-    window = concurrency if pool is None or pool.name == "local" or estimate is not None else pool.slots()
+    window = concurrency if pool is None or pool.name == "local" or worst_case is not None else pool.slots()
     in_flight: collections.deque[tuple[int, Future[Judgment], float, bool]] = collections.deque()
     waiting = collections.deque(todo)
     with (
@@ -289,8 +289,8 @@ def judge_all(
                     i = waiting[0]
                     documents = list(retrievals[i].documents)
                     reserved, cached = 0.0, bool(is_cached and is_cached(questions[i], documents))
-                    if ledger is not None and ledger.limit is not None and estimate is not None and not cached:
-                        admitted = ledger.admit(qids[i], estimate(questions[i], documents))
+                    if ledger is not None and ledger.limit is not None and worst_case is not None and not cached:
+                        admitted = ledger.admit(qids[i], worst_case(questions[i], documents))
                         if admitted is None:
                             break
                         reserved = admitted
@@ -590,11 +590,17 @@ def score_frozen(
         )
         write_output(run_json, Run, run)
         currency = price.currency if price else ""
+        if outcome.ledger.overrun:
+            raise CheckFailed(
+                f"stopped: {outcome.ledger.overrun}; {spent:.4f} of --max-cost {max_cost:g} {currency} spent, "
+                f"{len(judgments)} of {len(questions)} questions judged. The run {ws.relative(run_dir)} is "
+                "incomplete: check the endpoint's usage reports before going on"
+            )
         raise CheckFailed(
             f"stopped before the budget: {spent:.4f} of --max-cost {max_cost:g} {currency} spent, "
             f"{len(judgments)} of {len(questions)} questions judged ({judged_now} now); the next, "
-            f"{outcome.ledger.stopped_at}, could pass it. The run {ws.relative(run_dir)} is incomplete: "
-            f"rerun `backtest score` with a larger --max-cost to go on"
+            f"{outcome.ledger.stopped_at}, could pass it at its worst case. The run {ws.relative(run_dir)} is "
+            f"incomplete: rerun `backtest score` with a larger --max-cost to go on"
         )
     failed = n_failed(judgments)
     if failed:
