@@ -247,3 +247,68 @@ def test_verify_card_recomputes_every_figure_and_catches_a_plausible_forgery(tmp
         cli, ["--root", str(ws.root), "judge", "verify-card", str(card), "--expect-sha256", published]
     )
     assert hashed.exit_code == 1 and "is not the published" in hashed.output
+
+
+def _release_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    from tests.conftest import SQB
+
+    if not (SQB / "submissions").is_dir():
+        pytest.skip(f"reference release not found at {SQB}")
+    release = tmp_path / "sqb"
+    shutil.copytree(SQB, release)
+    return release
+
+
+LABELS = "data/annotations/outcomes_direct_llm_L.jsonl"
+
+
+def _conflicting_label(release: Path) -> None:
+    first = json.loads((release / LABELS).read_text().splitlines()[0])
+    first["outcome"] = "answered" if first["outcome"] != "answered" else "not_addressed"
+    with (release / LABELS).open("a") as handle:
+        handle.write(json.dumps(first) + "\n")
+
+
+def _stray_label(release: Path) -> None:
+    first = json.loads((release / LABELS).read_text().splitlines()[0])
+    first["question_id"] = "not-in-the-set"
+    with (release / LABELS).open("a") as handle:
+        handle.write(json.dumps(first) + "\n")
+
+
+def _outside_link(release: Path) -> None:
+    target = release / "submissions" / "direct_llm_L1" / "questions.jsonl"
+    outside = release.parent / "elsewhere.jsonl"
+    outside.write_bytes(target.read_bytes())
+    target.unlink()
+    target.symlink_to(outside)
+
+
+def _ansi_folder(release: Path) -> None:
+    (release / "submissions" / "\x1b[31mred\x1b[0m_L1").mkdir()
+
+
+@pytest.mark.parametrize(
+    "damage, code, expect",
+    [
+        (_outside_link, 2, "outside the release: refused"),
+        (_conflicting_label, 2, "a second, different row for question"),
+        (_ansi_folder, 2, "holds a control character"),
+        (_stray_label, 1, "imported runs are invalid"),
+    ],
+    ids=["link-out", "conflicting-duplicate", "ansi-name", "invalid-run"],
+)
+def test_import_sqb_refuses_a_tree_it_cannot_trust(tmp_path, cli, damage, code, expect):
+    """Item 10. Before: a questions.jsonl linked to a file outside the release was imported; a second, conflicting
+    label row silently won; a run made invalid by a stray label still exited 0; ANSI escapes in a folder name
+    were printed raw."""
+    release = _release_copy(tmp_path)
+    damage(release)
+    out = tmp_path / "out"
+    got, stdout, stderr = cli(["import", "sqb", str(release), "--out", str(out)])
+    assert got == code and expect in stderr, (got, stderr)
+    assert "\x1b" not in stdout + stderr
+    if code == 2:  # refused before anything was written
+        assert not out.exists() or not any(out.rglob("*.json*"))

@@ -8,6 +8,7 @@ import click
 
 from backtest.cli.common import OutPath, echo_json, json_option, workspace
 from backtest.cli.estimate import labels_option
+from backtest.core.errors import CheckFailed
 
 
 @click.group("import")
@@ -35,14 +36,28 @@ def import_sqb_cmd(path, out, no_annotation, strict, as_json):
     """Import the reference release at PATH: frozen sets, runs, metrics and human labels.
 
     Systems and stress-test cutoffs are discovered from the files present; every file
-    not imported is listed with the reason, an unexpected one as a warning.
+    not imported is listed with the reason, an unexpected one as a warning. Refused (exit 2,
+    nothing written): a link leaving the release, a file name with a control character, two
+    different rows for one question. Exit 1 when an imported run is invalid (its checks failed).
     """
     from backtest.interop.sqb import import_sqb
 
     summary = import_sqb(path, out, annotation=not no_annotation, strict=strict)
+    invalid = summary["invalid_runs"]
     if as_json:
         echo_json(summary)
-        return
+    else:
+        _print_import(summary)
+    if invalid:
+        raise CheckFailed(
+            f"{len(invalid)} of {len(summary['runs'])} imported runs are invalid; first: {invalid[0]['run']} "
+            f"(failed: {', '.join(invalid[0]['failed'])})",
+            [f"{r['run']}: failed {', '.join(r['failed'])}" for r in invalid],
+        )
+
+
+def _print_import(summary) -> None:
+    """The human summary of an import: what was written, what was not and why."""
     click.echo(
         f"imported {len(summary['instances'])} instances, {len(summary['frozen'])} frozen sets and "
         f"{len(summary['runs'])} runs into {summary['out']}"

@@ -27,6 +27,7 @@ from backtest.cli import (
     validation,
 )
 from backtest.core.errors import BacktestError
+from backtest.core.text import visible
 from backtest.core.workspace import Workspace
 
 # Command modules in pipeline order; each lists its click commands in ``COMMANDS``.
@@ -85,12 +86,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        click.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+        click.echo(f"error: {visible(' '.join(exc.format_message().split()))}", err=True)
         sys.exit(2)
     except BacktestError as exc:
-        click.echo(f"error: {exc.message}", err=True)
+        click.echo(f"error: {visible(exc.message)}", err=True)
         for line in exc.details[1:21]:
-            click.echo(f"  {line}", err=True)
+            click.echo(f"  {visible(str(line))}", err=True)
         if len(exc.details) > 21:
             click.echo(f"  … and {len(exc.details) - 21} more", err=True)
         sys.exit(exc.exit_code)

@@ -36,6 +36,7 @@ with different content is refused (frozen files are never edited in place).
 from __future__ import annotations
 
 import csv
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ from backtest.core.records import (
 )
 from backtest.core.seal import sha256_bytes, sha256_file, with_seal
 from backtest.core.sums import verify_sums
+from backtest.core.text import CONTROL_CHARS, visible
 from backtest.core.workspace import Workspace
 from backtest.interop.sqb_layout import PROSPECTIVE, InstanceSpec, SetSpec, discover_release
 from backtest.scoring.metrics import compute_metrics
@@ -89,10 +91,15 @@ def import_sqb(
     an unexpected file refuses the import (CheckFailed) before anything is written.
     """
     release = _release_root(release_dir)
+    check_tree(release)
     plan = discover_release(release, annotation=annotation)
     if strict and plan.unexpected:
         lines = [f"{u['path']}: {u['reason']}" for u in plan.unexpected]
         raise CheckFailed(f"{len(lines)} unexpected file(s) in the release (--strict); first: {lines[0]}", lines)
+    for set_spec in plan.sets:  # every labelled file read once before anything is written
+        for rel in (set_spec.labels, set_spec.retrieval, set_spec.adjudication):
+            if rel:
+                _rows_by_question(release / rel)
     ws = Workspace(Path(out_dir).resolve())
     summary: dict[str, Any] = {"out": str(ws.root), "instances": [], "frozen": [], "runs": []}
     instances: dict[str, Instance] = {}
@@ -114,7 +121,44 @@ def import_sqb(
             str(p.relative_to(ws.root)) for p in import_annotation(release, ws.root / "labels" / "sqb-annotation")
         ]
     summary.update(skipped=plan.skipped, unexpected=plan.unexpected, not_scanned=plan.not_scanned, notes=notes)
+    summary["invalid_runs"] = [
+        {
+            "run": run,
+            "failed": [c["name"] for c in read_json(ws.root / run / "RUN.json")["leakage"] if c["status"] == "failed"],
+        }
+        for run in summary["runs"]
+        if not read_json(ws.root / run / "RUN.json")["valid"]
+    ]
     return summary
+
+
+def check_tree(release: Path) -> None:
+    """Refuse a release tree that reaches outside itself or names files unreadably: a link (file or folder) whose
+    target lies outside the release, or a name holding a control character (an ANSI escape, say). BadInput, one
+    line, before anything is read or written."""
+    root = release.resolve()
+    for folder, dirs, files in os.walk(release):
+        for name in dirs + files:
+            path = Path(folder) / name
+            rel = path.relative_to(release).as_posix()
+            if CONTROL_CHARS.search(name):
+                raise BadInput(f"{release}: the name {visible(rel)!s} holds a control character; rename it")
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                raise BadInput(f"{release}: {rel} is a link to {os.readlink(path)}, outside the release: refused")
+
+
+def _rows_by_question(path: Path) -> dict[str, dict[str, Any]]:
+    """The rows of a release JSONL file by question id; BadInput for a second row of a question that says
+    something else (which one is true cannot be told), a row without a question id, or a link."""
+    rows: dict[str, dict[str, Any]] = {}
+    for n, row in iter_jsonl(path):
+        qid = row.get("question_id") if isinstance(row, dict) else None
+        if not isinstance(qid, str) or not qid:
+            raise BadInput(f"{path}:{n}: no question_id")
+        if qid in rows and rows[qid] != row:
+            raise BadInput(f"{path}:{n}: a second, different row for question {qid!r}: which is true cannot be told")
+        rows[qid] = row
+    return rows
 
 
 def import_annotation(release_dir: str | Path, out_dir: str | Path) -> list[Path]:
@@ -138,13 +182,18 @@ def import_annotation(release_dir: str | Path, out_dir: str | Path) -> list[Path
     written = []
     for sheet in sheets:
         rater = re.sub(r"_sheet$", "", sheet.stem)
-        rows = []
+        rows: list[dict[str, Any]] = []
+        seen: dict[str, dict[str, str]] = {}
         with open(sheet, newline="", encoding="utf-8") as handle:
             for lineno, row in enumerate(csv.DictReader(handle), start=2):
                 item = row.get("item_id", "")
                 if item not in decode:
                     raise BadInput(f"{sheet}:{lineno}: item {item!r} is not in decode.json")
                 code = decode[item]
+                if seen.setdefault(item, row) != row:
+                    raise BadInput(f"{sheet}:{lineno}: a second, different row for item {item!r}")
+                if seen[item] is not row:
+                    continue  # the same row twice: one label
                 outcome, premise = row.get("outcome", "").strip(), row.get("premise_status", "").strip()
                 data = {
                     "question_id": code["question_id"],
@@ -391,20 +440,19 @@ def _write_run(
 ) -> Path:
     assert spec.labels, spec  # only sets with labels have a run
     labels_path = release / spec.labels
-    adjudications = {}
-    if spec.adjudication:
-        adjudications = {row["question_id"]: row for _, row in iter_jsonl(release / spec.adjudication)}
-    judgments = {}
-    for n, row in iter_jsonl(labels_path):
-        j = judgment_from_release(row, f"{labels_path}:{n}", spec.provenance, adjudications.get(row.get("question_id")))
-        judgments[j.question_id] = j
+    adjudications = _rows_by_question(release / spec.adjudication) if spec.adjudication else {}
+    judgments = {
+        qid: judgment_from_release(row, f"{labels_path} ({qid})", spec.provenance, adjudications.get(qid))
+        for qid, row in _rows_by_question(labels_path).items()
+    }
     retrievals = {}
     future_seal = instance.future.seal if instance.future else ""
     if spec.retrieval:
         path = release / spec.retrieval
-        for n, row in iter_jsonl(path):
-            r = retrieval_from_release(row, f"{path}:{n}", future_seal)
-            retrievals[r.question_id] = r
+        retrievals = {
+            qid: retrieval_from_release(row, f"{path} ({qid})", future_seal)
+            for qid, row in _rows_by_question(path).items()
+        }
     order = [q.question_id for q in questions]
     judged = [judgments[q] for q in order if q in judgments]
     retrieved = [retrievals[q] for q in order if q in retrievals]

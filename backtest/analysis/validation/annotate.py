@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import io
 import random
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -58,6 +57,7 @@ from backtest.core.records import (
     read_output,
     write_output,
 )
+from backtest.core.text import CONTROL_CHARS
 
 SHEET_COLUMNS = ("item_id", "outcome", "premise_status", "confidence", "cited", "notes")
 PAIR_SHEET_COLUMNS = ("item_id", "better", "confidence", "notes")
@@ -399,17 +399,12 @@ def export_pairs(
 # --------------------------------------------------------------------------- import
 
 
-# NUL, the terminal's escape (ANSI sequences) and the Unicode bidirectional controls (which reorder text on
-# screen: a right-to-left override can make "answered" display as something else) never belong in a sheet.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-
-
 def _read_sheet(sheet: Path, columns: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
     """The sheet's rows (line number, the needed columns' values). BadInput, one line, for a header that lacks a
     column or repeats one, a row with more fields than the header (an unquoted comma in the notes), and a
     control character anywhere (NUL, ANSI escape, bidirectional override)."""
     text = read_text_file(sheet).lstrip("\ufeff")
-    bad = _CONTROL.search(text)
+    bad = CONTROL_CHARS.search(text)  # never in a sheet
     if bad:
         line = text.count("\n", 0, bad.start()) + 1
         raise BadInput(
