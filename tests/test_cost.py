@@ -26,6 +26,7 @@ from backtest.studies.demo import make_demo_submission
 from backtest.submit.freeze import freeze_submission
 from tests.conftest import REPO, run_cli
 from tests.llm_server import LLM_MODEL
+from tests.stub_llm import stub_judge_config, usage_stub
 
 INSTANCE = "astro-2025-ep"
 API_KEY = "sk-fake-cost-test-key-NEVER-WRITTEN-51c2"
@@ -203,55 +204,12 @@ def test_max_cost_stops_cleanly_then_resumes_and_the_ledger_adds_up(cost_ws, llm
     )
 
 
-def _usage_stub(prompt_tokens: int, bad_first: bool):
-    """A real HTTP server on 127.0.0.1 answering every chat with a valid judge answer that reports
-    ``prompt_tokens`` (and 60 completion tokens); with ``bad_first`` the first answer to each request is not JSON
-    (billed all the same, then retried)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    seen: set[str] = set()
-
-    class Stub(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's naming
-            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            first = raw not in seen
-            seen.add(raw)
-            content = (
-                "not json"
-                if bad_first and first
-                else json.dumps(
-                    {"outcome": "not_addressed", "premise_status": "still_plausible", "evidence": [], "rationale": "r"}
-                )
-            )
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 60}
-            body = json.dumps({"choices": [{"message": {"content": content}, "finish_reason": "stop"}], "usage": usage})
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 def _stub_config(ws: Workspace, server, name: str) -> Path:
     """An LLM judge on the stub: default document settings (a prompt of several thousand bytes), 1 retry."""
-    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
     config = ws.judges / f"{name}.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        f'kind = "llm"\nname = "{name}"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\n'
-        f'model = "stub-model"\nmax_tokens = 200\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
-        f'cache = ".cache/{name}.sqlite"\nprompt = "{prompt}"\n'
-        'price = { input_per_mtok = 1.44, output_per_mtok = 4.0, currency = "USD" }\n'
-    )
+    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+    price = 'price = { input_per_mtok = 1.44, output_per_mtok = 4.0, currency = "USD" }\n'
+    stub_judge_config(config, server, name, prompt, price)
     return config
 
 
@@ -269,7 +227,7 @@ def test_max_cost_admits_a_question_on_its_worst_case_and_counts_every_billed_at
     ws = Workspace(root)
     frozen = root / Path(frozen).relative_to(base.root)
     price = Price(input_per_mtok=1.44, output_per_mtok=4.0)
-    server = _usage_stub(5000, bad_first)
+    server = usage_stub(5000, bad_first=bad_first)
     try:
         cfg = _stub_config(ws, server, "stub")
         code, out, err = run_cli(["score", frozen, "--judge", cfg, "--dry-run", "--json"], root=ws.root, capsys=capsys)

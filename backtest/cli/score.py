@@ -80,6 +80,7 @@ def score(
         "cache_hits": result.judge_stats.get("cache_hits", 0),
         "prompt_tokens": result.judge_stats.get("prompt_tokens", 0),
         "completion_tokens": result.judge_stats.get("completion_tokens", 0),
+        "ray_attempts_lost": result.judge_stats.get("ray_attempts_lost", 0),
         "cost": result.cost,
         "judge_validity": _validity_line(ws, result.run_dir),
     }
@@ -91,6 +92,11 @@ def score(
         f"{summary['http_calls']} HTTP calls, {summary['cache_hits']} cache hits, "
         f"{summary['prompt_tokens'] + summary['completion_tokens']} new tokens; valid={result.valid})"
     )
+    if summary["ray_attempts_lost"]:
+        click.echo(
+            f"  {summary['ray_attempts_lost']} Ray task attempt(s) died with their worker and were retried: a call "
+            "they made, if it reached the endpoint, is in no count and no cost"
+        )
     if result.cost and result.cost.get("priced"):
         c = result.cost
         click.echo(

@@ -78,6 +78,11 @@ class Executor(Protocol):
         """Release what it holds (threads); a Ray cluster it joined is left running."""
         ...
 
+    def lost(self, exc: BaseException) -> str | None:
+        """What was lost when ``exc`` means the engine itself failed (a dead raylet, a lost node), else None:
+        such a failure is no fault of the work, and a rerun resumes it."""
+        ...
+
 
 class LocalExecutor:
     """A thread pool in this process (the default)."""
@@ -96,6 +101,9 @@ class LocalExecutor:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def lost(self, exc: BaseException) -> str | None:
+        return None  # this process is the engine: its errors are the work's
 
 
 def ray_module(spec: ExecutorSpec) -> ModuleType:
@@ -179,6 +187,14 @@ class RayExecutor:
 
     def shutdown(self) -> None:
         """Nothing to release: a cluster this process started ends with it (``ray.shutdown`` at exit)."""
+
+    def lost(self, exc: BaseException) -> str | None:
+        """A Ray error that is not the task's own (a dead raylet or node, a worker that died past its retries, a
+        lost object): the cluster failed, not the work."""
+        errors = self.ray.exceptions
+        if isinstance(exc, errors.RayError) and not isinstance(exc, errors.RayTaskError):
+            return f"the Ray cluster failed ({type(exc).__name__})"
+        return None
 
 
 EXECUTORS: Registry[Callable[..., Executor]] = Registry(

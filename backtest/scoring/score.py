@@ -35,7 +35,7 @@ import functools
 import json
 import os
 import sys
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -178,14 +178,48 @@ def _worker_judge(spec: str, root: str):
     return get_judge(spec, Workspace(Path(root)))
 
 
-def judge_remote(spec: str, root: str, question: dict[str, Any], documents: list[dict[str, Any]]) -> dict[str, Any]:
+def judge_remote(
+    spec: str, root: str, question: dict[str, Any], documents: list[dict[str, Any]], attempts: str
+) -> dict[str, Any]:
     """One question judged in a Ray worker: the same judge (rebuilt from its spec), the same documents.
 
-    Takes and returns plain JSON data (what Ray pickles); the LLM judge's answer cache is the
-    workspace's SQLite file, shared with the driver and every other worker."""
+    Takes and returns plain JSON data (what Ray pickles): the judgment and what this task's judge did (its
+    counters' change: HTTP calls, cache hits, tokens), which the driver adds up. Each attempt first appends
+    a line to the file ``attempts`` names, so the driver counts the attempts Ray retried after their worker
+    died (their calls, if any reached the endpoint, are not in any counter). The LLM judge's answer cache is
+    the workspace's SQLite file, shared with the driver and every other worker."""
+    with open(attempts, "a", encoding="utf-8") as handle:  # one short line: O_APPEND writes it whole
+        handle.write(question["question_id"] + "\n")
     judge = _worker_judge(spec, root)
     docs = [RetrievedDocument.model_validate(d) for d in documents]
-    return judge.judge(Question.model_validate(question), docs).model_dump(mode="json")
+    before = judge.stats()
+    judgment = judge.judge(Question.model_validate(question), docs).model_dump(mode="json")
+    return {"judgment": judgment, "stats": stats_change(before, judge.stats())}
+
+
+def stats_change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``after - before`` for a judge's counters (numbers, and dicts of numbers such as ``retry_reasons``)."""
+    out: dict[str, Any] = {}
+    for key, value in after.items():
+        if isinstance(value, dict):
+            out[key] = {k: v - (before.get(key) or {}).get(k, 0) for k, v in value.items()}
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = value - before.get(key, 0)
+    return out
+
+
+def stats_sum(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two judges' counters added up (numbers, and dicts of numbers); what only one has is kept."""
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict):
+            merged = dict(out.get(key) or {})
+            for k, v in value.items():
+                merged[k] = merged.get(k, 0) + v
+            out[key] = merged
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = out.get(key, 0) + value
+    return out
 
 
 @dataclass
@@ -195,6 +229,7 @@ class JudgeRun:
     judgments: list[Judgment]
     judged_now: int
     ledger: Ledger | None = None  # None: the judge has no price
+    worker_stats: dict[str, Any] = field(default_factory=dict)  # what Ray workers' judges did (added up)
 
     @property
     def stopped(self) -> bool:
@@ -253,6 +288,10 @@ def judge_all(
             - (stats0.get("prompt_tokens", 0) + stats0.get("completion_tokens", 0)),
         }
 
+    worker_stats: dict[str, Any] = {}
+    attempts = run_dir / ".ray-attempts"  # one line per Ray task attempt (judge_remote), this invocation's
+    attempts.unlink(missing_ok=True)
+
     def submit(i: int) -> Future[Judgment]:
         assert pool is not None
         documents = list(retrievals[i].documents)
@@ -263,9 +302,10 @@ def judge_all(
             str((ws or Workspace.from_env()).root),
             questions[i].model_dump(mode="json"),
             [d.model_dump(mode="json") for d in documents],
+            str(attempts),
         )
         out: Future[Judgment] = Future()
-        pool.submit(judge_remote, *args).add_done_callback(lambda f: _resolve(out, f))
+        pool.submit(judge_remote, *args).add_done_callback(lambda f: _resolve(out, f, worker_stats))
         return out
 
     # A judge with an endpoint keeps its own limit on calls in flight; a CPU-bound one fills the cluster.
@@ -298,7 +338,16 @@ def judge_all(
                 if not in_flight:
                     break
                 i, future, reserved, cached = in_flight.popleft()
-                judgment = future.result()
+                try:
+                    judgment = future.result()
+                except Exception as exc:
+                    lost = pool.lost(exc) if pool is not None else None
+                    if lost is None:
+                        raise
+                    raise CheckFailed(
+                        f"{lost}: {len(done)} of {len(questions)} questions are judged and kept in "
+                        f"{partial.name}; rerun `backtest score` to resume"
+                    ) from None
                 if judgment.question_id != qids[i]:
                     raise CheckFailed(
                         f"judge {judge.name} answered for {judgment.question_id!r} instead of {qids[i]!r}"
@@ -319,23 +368,31 @@ def judge_all(
                 future.cancel()
             if pool is not None:
                 pool.shutdown()
+            if attempts.is_file():  # attempts beyond one per question were lost with their worker
+                lines = attempts.read_text(encoding="utf-8").split()
+                worker_stats["ray_attempts_lost"] = len(lines) - len(set(lines))
+                attempts.unlink()
     judged_now = len(done) - (len(questions) - len(todo))
     if n_failed(done) or len(done) < len(questions):
-        return JudgeRun(done, judged_now, ledger)
+        return JudgeRun(done, judged_now, ledger, worker_stats)
     atomic_write_bytes(final, b"".join(judgment_line(j) for j in done))
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()
-    return JudgeRun(done, judged_now, ledger)
+    return JudgeRun(done, judged_now, ledger, worker_stats)
 
 
-def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]]) -> None:
-    """Complete ``out`` with the Judgment a Ray task returned (or its error)."""
-    if remote.cancelled():
-        out.cancel()
-    elif (exc := remote.exception()) is not None:
-        out.set_exception(exc)
-    else:
-        out.set_result(Judgment.model_validate(remote.result()))
+def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]], worker_stats: dict[str, Any]) -> None:
+    """Complete ``out`` with the Judgment a Ray task returned (or its error); add what its judge did to
+    ``worker_stats``. Nothing when ``out`` was cancelled meanwhile (the run stopped)."""
+    with contextlib.suppress(InvalidStateError):  # cancelled by the driver, which no longer waits for it
+        if remote.cancelled():
+            out.cancel()
+        elif (exc := remote.exception()) is not None:
+            out.set_exception(exc)
+        else:
+            result = remote.result()
+            worker_stats.update(stats_sum(worker_stats, result["stats"]))
+            out.set_result(Judgment.model_validate(result["judgment"]))
 
 
 # --------------------------------------------------------------------------- hooks
@@ -584,7 +641,7 @@ def score_frozen(
             {
                 "status": "incomplete",
                 "judged_last_invocation": judged_now,
-                "judge_stats_last_invocation": judge.stats(),
+                "judge_stats_last_invocation": stats_sum(judge.stats(), outcome.worker_stats),
                 "cost": run_cost(judgments, price, spent),
             }
         )
@@ -609,7 +666,7 @@ def score_frozen(
                 "status": "incomplete",
                 "n_judge_failed": failed,
                 "judged_last_invocation": judged_now,
-                "judge_stats_last_invocation": judge.stats(),
+                "judge_stats_last_invocation": stats_sum(judge.stats(), outcome.worker_stats),
             }
         )
         write_output(run_json, Run, run)
@@ -626,7 +683,7 @@ def score_frozen(
     metrics = _metrics(questions, judgments, retrievals, instance.cutoff)
     metrics.update({"run_id": run_id, "valid": valid, "leakage": leakage})
     write_output(run_dir / "metrics.json", Metrics, metrics)
-    stats = judge.stats()
+    stats = stats_sum(judge.stats(), outcome.worker_stats)
     run.update(
         {
             "status": "complete",
