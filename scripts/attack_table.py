@@ -9,9 +9,12 @@ deleted, added, reordered; ledger lines dropped, swapped, rewritten with their o
 recomputed; a whole history rewritten); hostile submissions; SIGKILLs during ``score`` and
 ``freeze``; concurrent freezes; a full disk (a real tmpfs, where mounting is allowed); an
 endpoint that quotes the API key back; outputs aimed at owned folders; unsafe names; an
-edited partial judgment; a judge that always fails. Each trial is "caught" when the harness
-does what it must (named the tampering, refused with exit 1/2 and one line, resumed
-byte-identically, kept the ledger intact, wrote no key); every miss is listed.
+edited partial judgment; a judge that always fails; and round three's classes
+(``scripts/attack_round3.py``: validity cards, release trees, cost caps, batch files,
+annotation sheets, Markdown injection, prospective commitments, UTC offsets, Ray
+faults). Each trial is "caught" when the harness does what it must (named the tampering,
+refused with exit 1/2 and one line, resumed byte-identically, kept the ledger intact, wrote
+no key); every miss is listed.
 
 Writes ``<out>.json`` (every trial's class, what was done and whether it was caught) and
 ``<out>.md`` (the table). Deterministic for a seed, except the moments of the kills, which
@@ -700,6 +703,10 @@ def main(argv: list[str] | None = None) -> int:
             ),
         ]
         work = copy_ws(base, scratch / "work")
+        from scripts.attack_round3 import all_round3  # round three's classes (issue 32)
+
+        round3 = all_round3(work, frozen_in(work, frozen), scratch, rng, q)
+        steps += [(name, lambda ws, run=run: run()) for name, run in round3.items()]
         unknown = sorted(set(args.only) - {name for name, _ in steps})
         if unknown:
             parser.error(f"unknown step(s) {unknown}; steps: {', '.join(name for name, _ in steps)}")

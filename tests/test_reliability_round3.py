@@ -109,46 +109,53 @@ def _sheet_rows(folder: Path) -> list[list[str]]:
     return rows
 
 
-@pytest.mark.parametrize(
-    "damage,expect",
-    [
-        ("comma", "fields where the header has 6 (an unquoted comma in the notes? quote the field)"),
-        ("two-notes", "column(s) notes appear twice in the header"),
-        ("nul", "control character U+0000"),
-        ("ansi", "control character U+001B"),
-        ("rtl", "control character U+202E"),
-    ],
-)
+SHEET_DAMAGES = {
+    "comma": "fields where the header has 6 (an unquoted comma in the notes? quote the field)",
+    "two-notes": "column(s) notes appear twice in the header",
+    "nul": "control character U+0000",
+    "ansi": "control character U+001B",
+    "rtl": "control character U+202E",
+}
+
+
+def damaged_sheet(folder: Path, damage: str) -> tuple[str, str]:
+    """A readers' sheet for the committed labelled set copied at ``folder``: (the sheet before the damage, after).
+    ``damage``: one of :data:`SHEET_DAMAGES` (the two-notes sheet is damaged in both)."""
+    import csv
+    import io
+
+    header = ["item_id", "outcome", "premise_status", "confidence", "cited", "notes"]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header + (["notes"] if damage == "two-notes" else []))
+    for row in _sheet_rows(folder):
+        writer.writerow(row + (["second"] if damage == "two-notes" else []))
+    text = buf.getvalue()
+    marker = {"comma": "ok,", "nul": "ok\x00", "ansi": "ok\x1b[31m", "rtl": "ok\u202e"}.get(damage)
+    if marker is None:
+        return text, text
+    lines = text.splitlines()
+    lines[7] = lines[7][: -len("ok")] + marker + "but unquoted" * (damage == "comma")
+    return text, "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("damage,expect", list(SHEET_DAMAGES.items()))
 def test_a_damaged_annotation_sheet_is_refused_with_one_line(tmp_path, capsys, damage, expect):
     """Item 12: an unquoted comma in the notes used to shift fields silently, a second notes column to win
     silently, and NUL, ANSI and right-to-left-override characters to be kept."""
-    import csv
-    import io
     import shutil
 
     from tests.conftest import run_cli
 
     folder = tmp_path / "set"
     shutil.copytree(REPO / "judges" / "validation" / "release-space-2016-v1", folder)
-    header = ["item_id", "outcome", "premise_status", "confidence", "cited", "notes"]
-    rows = _sheet_rows(folder)
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header + (["notes"] if damage == "two-notes" else []))
-    for row in rows:
-        writer.writerow(row + (["second"] if damage == "two-notes" else []))
-    text = buf.getvalue()
+    before, after = damaged_sheet(folder, damage)
     good = tmp_path / "good.csv"
-    good.write_text(text)
+    good.write_text(before)
     code, _, err = run_cli(["annotate", "import", good, "--items", folder, "--rater", "clean"], capsys=capsys)
     assert (code == 0) == (damage != "two-notes"), err
-    marker = {"comma": "ok,", "nul": "ok\x00", "ansi": "ok\x1b[31m", "rtl": "ok\u202e"}.get(damage)
-    if marker is not None:
-        lines = text.splitlines()
-        lines[7] = lines[7][: -len("ok")] + marker + "but unquoted" * (damage == "comma")
-        text = "\n".join(lines) + "\n"
     sheet = tmp_path / "sheet.csv"
-    sheet.write_text(text)
+    sheet.write_text(after)
     code, _, err = run_cli(["annotate", "import", sheet, "--items", folder, "--rater", "dmg"], capsys=capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and expect in err, err
     assert not (folder / "labels" / "dmg.jsonl").exists()
@@ -223,30 +230,25 @@ def test_a_forged_or_borrowed_validity_card_is_shown_as_invalid_never_its_number
     assert "card invalid" in borrowed["line"] and "is not its file name" in borrowed["line"]
 
 
-def test_verify_card_recomputes_every_figure_and_catches_a_plausible_forgery(tmp_path):
+def test_verify_card_recomputes_every_figure_and_catches_a_plausible_forgery(tmp_path, capsys):
     """Item 3. A forged figure that is still possible (inside its interval, n unchanged) passes the checks that
     need no judge; ``judge verify-card`` re-runs the judge on the committed set and names the difference."""
-    from click.testing import CliRunner
-
-    from backtest.cli.main import cli
+    from tests.conftest import run_cli
 
     ws = _card_workspace(tmp_path, ("pairs-v1",))
     card = ws.judges / "cards" / "pairwise-74e85a9f32a40cdd.json"
-    runner = CliRunner()
-    honest = runner.invoke(cli, ["--root", str(ws.root), "judge", "verify-card", str(card)])
-    assert honest.exit_code == 0, honest.output
-    assert "matches: pairs-v1" in honest.output
-    published = honest.output.split("sha256 ")[1].split()[0]
+    code, out, err = run_cli(["judge", "verify-card", card], root=ws.root, capsys=capsys)
+    assert code == 0 and "matches: pairs-v1" in out, err
+    published = out.split("sha256 ")[1].split()[0]
 
     data = json.loads(card.read_text())
     data["validations"][0]["agreement"] = round(data["validations"][0]["ci95"][1] - 0.01, 4)
     card.write_text(json.dumps(data))
-    forged = runner.invoke(cli, ["--root", str(ws.root), "judge", "verify-card", str(card)])
-    assert forged.exit_code == 1 and "CARD INVALID" in forged.output and "agreement" in forged.output
-    hashed = runner.invoke(
-        cli, ["--root", str(ws.root), "judge", "verify-card", str(card), "--expect-sha256", published]
-    )
-    assert hashed.exit_code == 1 and "is not the published" in hashed.output
+    code, out, err = run_cli(["judge", "verify-card", card], root=ws.root, capsys=capsys)
+    assert code == 1 and "CARD INVALID" in out and "agreement" in out
+    assert err.startswith("error: 1 of 1 validity card(s) invalid")  # through the real entry point: exit 1
+    code, out, err = run_cli(["judge", "verify-card", card, "--expect-sha256", published], root=ws.root, capsys=capsys)
+    assert code == 1 and "is not the published" in out
 
 
 def _release_copy(tmp_path: Path) -> Path:
@@ -290,16 +292,16 @@ def _ansi_folder(release: Path) -> None:
     (release / "submissions" / "\x1b[31mred\x1b[0m_L1").mkdir()
 
 
-@pytest.mark.parametrize(
-    "damage, code, expect",
-    [
-        (_outside_link, 2, "outside the release: refused"),
-        (_conflicting_label, 2, "a second, different row for question"),
-        (_ansi_folder, 2, "holds a control character"),
-        (_stray_label, 1, "imported runs are invalid"),
-    ],
-    ids=["link-out", "conflicting-duplicate", "ansi-name", "invalid-run"],
-)
+# a damage to a copy of the release: (what it does, the exit code it must get, what the error must say)
+RELEASE_DAMAGES = {
+    "link-out": (_outside_link, 2, "outside the release: refused"),
+    "conflicting-duplicate": (_conflicting_label, 2, "a second, different row for question"),
+    "ansi-name": (_ansi_folder, 2, "holds a control character"),
+    "invalid-run": (_stray_label, 1, "imported runs are invalid"),
+}
+
+
+@pytest.mark.parametrize("damage, code, expect", list(RELEASE_DAMAGES.values()), ids=list(RELEASE_DAMAGES))
 def test_import_sqb_refuses_a_tree_it_cannot_trust(tmp_path, cli, damage, code, expect):
     """Item 10. Before: a questions.jsonl linked to a file outside the release was imported; a second, conflicting
     label row silently won; a run made invalid by a stray label still exited 0; ANSI escapes in a folder name

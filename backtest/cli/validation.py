@@ -11,7 +11,7 @@ import click
 
 from backtest.cli.batch import batch_group
 from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
-from backtest.core.errors import BadInput
+from backtest.core.errors import BadInput, CheckFailed
 
 
 @click.group("annotate")
@@ -336,7 +336,13 @@ def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
                 click.echo(f"  {e['status']}: {e['set']}" + (f" ({e['why']})" if e.get("why") else ""))
             for problem in r["problems"]:
                 click.echo(f"  - {problem}")
-    ctx.exit(0 if all(r["ok"] for r in results) else 1)
+    failed = [r for r in results if not r["ok"]]
+    if failed:
+        raise CheckFailed(
+            f"{len(failed)} of {len(results)} validity card(s) invalid; first: {failed[0]['card']}: "
+            f"{failed[0]['problems'][0]}",
+            [f"{r['card']}: {r['problems'][0]}" for r in failed],
+        )
 
 
 @judge_group.command("fit")
