@@ -28,6 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backtest.analysis.validation.systems import (  # noqa: E402
+    ALL_FEATURES,
+    CANDIDATES,
+    NEVER_TESTED_ON,
+    STUDY_MODEL,
+    STUDY_SETS,
     agreement_summary,
     choose_features,
     feature_columns,
@@ -35,31 +40,14 @@ from backtest.analysis.validation.systems import (  # noqa: E402
     labelled_items,
     leave_one_system_out,
     nested_leave_one_system_out,
+    pooled_card_entry,
 )
 from backtest.core.fileio import atomic_write_text, write_json  # noqa: E402
-from backtest.core.seal import sha256_file, sha256_json  # noqa: E402
+from backtest.core.seal import sha256_file  # noqa: E402
 
-SETS = [
-    ROOT / "judges" / "validation" / n
-    for n in ("outcomes-v1", "outcomes-heldout-v1", "release-astro-2025-v1", "release-space-2016-v1")
-]
-MODEL = "all-MiniLM-L6-v2"
-# Candidates: the previous default, and counts of the question's specific phrases a document shares
-# (a share of a generic question's handful of phrases is high by topic alone; a count is not).
-CANDIDATES: list[tuple[str, ...]] = [
-    ("claim_sim", "bigram_coverage"),
-    ("claim_sim", "bigram_matches"),
-    ("claim_sim", "term_matches", "bigram_matches"),
-    ("claim_sim", "bigram_coverage", "bigram_matches"),
-    ("claim_sim", "bigram_coverage", "term_matches", "bigram_matches"),
-    ("claim_sim", "claim_sim_margin", "term_matches", "bigram_matches"),
-]
-ALL = tuple(dict.fromkeys(n for c in CANDIDATES for n in c))  # none adds a text to embed: one batch per question
-NEVER_TESTED_ON = (
-    "systems whose questions are neither sentence lifts nor the small local LLM's (a strong LLM's questions, "
-    "an evidence-graph generator at scale), instances outside astro-ph and space/atmospheric physics, and any "
-    "reading by domain experts: every label is a language-model reader's"
-)
+SETS = [ROOT / "judges" / "validation" / n for n in STUDY_SETS]
+MODEL = STUDY_MODEL
+ALL = ALL_FEATURES
 
 
 def as_is(items, rows, weights_path: Path) -> dict[str, Any]:
@@ -135,22 +123,7 @@ def write_card(judge, nested: dict[str, Any], items) -> Path:
     from backtest.judge.outputs import ValidityCard
 
     path = card_path(ROOT / "judges" / "cards", judge.info())
-    pooled = nested["pooled"]
-    entry = {
-        "set": "all labelled outcome sets, by system (" + ", ".join(p.name for p in SETS) + ")",
-        "items_sha256": sha256_json(sorted(li.key for li in items)),
-        "labels_sha256": {p.name: sha256_file(p / "labels" / "adjudicated.jsonl") for p in SETS},
-        "evaluation": "nested leave-one-system-out: features chosen and the judge fitted without the held-out system",
-        "n": pooled["n"],
-        "engaged": {**pooled["engaged"], "n": pooled["n"]},
-        "outcome": {**pooled["outcome"], "n": pooled["n"]},
-        "engaged_rate": pooled["engaged_rate"],
-        "per_system": {
-            s: {"n": b["n"], "engaged_kappa": b["engaged"]["kappa"], "engaged_rate": b["engaged_rate"]}
-            for s, b in nested["systems"].items()
-        },
-        "never_tested_on": NEVER_TESTED_ON,
-    }
+    entry = pooled_card_entry(SETS, items, nested)
     card = (
         read_output(ValidityCard, path)
         if path.is_file()

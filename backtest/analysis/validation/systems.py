@@ -242,3 +242,56 @@ def nested_leave_one_system_out(
         "chosen_per_held_out_system": chosen,
         **report_of(items, judged, n_boot, seed),
     }
+
+
+# --------------------------------------------------------------------------- the pooled study of the offline judge
+
+# The labelled outcome sets the study pools (folders under judges/validation/), the embedding model, and the
+# candidate feature sets: the previous default, and counts of the question's specific phrases a document shares
+# (a share of a generic question's handful of phrases is high by topic alone; a count is not).
+STUDY_SETS = ("outcomes-v1", "outcomes-heldout-v1", "release-astro-2025-v1", "release-space-2016-v1")
+STUDY_MODEL = "all-MiniLM-L6-v2"
+CANDIDATES: list[tuple[str, ...]] = [
+    ("claim_sim", "bigram_coverage"),
+    ("claim_sim", "bigram_matches"),
+    ("claim_sim", "term_matches", "bigram_matches"),
+    ("claim_sim", "bigram_coverage", "bigram_matches"),
+    ("claim_sim", "bigram_coverage", "term_matches", "bigram_matches"),
+    ("claim_sim", "claim_sim_margin", "term_matches", "bigram_matches"),
+]
+ALL_FEATURES = tuple(dict.fromkeys(n for c in CANDIDATES for n in c))  # none adds a text to embed
+NESTED_EVALUATION = "nested leave-one-system-out: features chosen and the judge fitted without the held-out system"
+NEVER_TESTED_ON = (
+    "systems whose questions are neither sentence lifts nor the small local LLM's (a strong LLM's questions, "
+    "an evidence-graph generator at scale), instances outside astro-ph and space/atmospheric physics, and any "
+    "reading by domain experts: every label is a language-model reader's"
+)
+
+
+def nested_study(folders: Sequence[Path]) -> tuple[list[LabelledItem], list[tuple[LabelledItem, Any]], dict[str, Any]]:
+    """The pooled items of ``folders``, their feature rows, and the nested leave-one-system-out report on them."""
+    items = labelled_items(folders)
+    rows = item_rows(items, STUDY_MODEL, ALL_FEATURES)
+    return items, rows, nested_leave_one_system_out(items, rows, ALL_FEATURES, CANDIDATES, model=STUDY_MODEL)
+
+
+def pooled_card_entry(folders: Sequence[Path], items: Sequence[LabelledItem], nested: dict[str, Any]) -> dict[str, Any]:
+    """The validity-card entry of the nested study: its headline is the agreement on systems never seen."""
+    from backtest.core.seal import sha256_file, sha256_json
+
+    pooled = nested["pooled"]
+    return {
+        "set": "all labelled outcome sets, by system (" + ", ".join(Path(p).name for p in folders) + ")",
+        "items_sha256": sha256_json(sorted(li.key for li in items)),
+        "labels_sha256": {Path(p).name: sha256_file(Path(p) / "labels" / "adjudicated.jsonl") for p in folders},
+        "evaluation": NESTED_EVALUATION,
+        "n": pooled["n"],
+        "engaged": {**pooled["engaged"], "n": pooled["n"]},
+        "outcome": {**pooled["outcome"], "n": pooled["n"]},
+        "engaged_rate": pooled["engaged_rate"],
+        "per_system": {
+            s: {"n": b["n"], "engaged_kappa": b["engaged"]["kappa"], "engaged_rate": b["engaged_rate"]}
+            for s, b in nested["systems"].items()
+        },
+        "never_tested_on": NEVER_TESTED_ON,
+    }

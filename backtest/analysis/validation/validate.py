@@ -213,6 +213,7 @@ def validate_items(
             "n": len(items),
             "n_labelled": n_labelled,
             "n_set_aside": n_labelled - len(labelled),  # in a fitted judge's training set (as-is validation)
+            "n_judge_failed": sum(1 for j in judgments if getattr(j, "judge_failed", False)),
         },
         "labels": sources,
         "n_boot": n_boot,

@@ -3,10 +3,11 @@
 :func:`backtest.judge.cards.card_problems` checks what needs no judge (the card names its judge,
 cites committed labelled sets, holds possible figures). This module re-runs the judge the card is
 for on each cited set, the way the card says it was measured (as-is, or cross-validated with K
-folds), and compares every figure of the new entry with the card's. An entry made another way
-(the pooled leave-one-system-out study) cannot be re-derived here: it is reported as "not
-recomputed" with the script that makes it, and the card's sha256 can instead be checked against a
-published one (``--expect-sha256``).
+folds; the pooled nested leave-one-system-out study re-run from its sets, a few minutes), and
+compares every field of the new entry with the card's. An entry that cannot be re-derived here
+(an LLM judge with no endpoint or cache, a procedure it does not know) is reported as "not
+recomputed" with why; the card's sha256 can then be checked against a published one
+(``--expect-sha256``).
 """
 
 from __future__ import annotations
@@ -73,14 +74,26 @@ def find_judge(ws, card: dict[str, Any], spec: str | None = None):
     return None
 
 
-def recompute_entry(judge, entry: dict[str, Any], sets: dict[str, Path], pairwise: bool) -> dict[str, Any]:
-    """The entry the judge gives today on the entry's committed set, measured the way the entry says."""
+class NotRecomputable(Exception):
+    """An entry this machine cannot re-derive (why is the message)."""
+
+
+def recompute_entry(
+    judge, entry: dict[str, Any], sets: dict[str, Path], validation_dir: Path, pairwise: bool
+) -> dict[str, Any]:
+    """The entry the judge gives today on the entry's committed set, measured the way the entry says; the pooled
+    nested study re-run from its committed sets. NotRecomputable where that cannot be done here."""
+    from backtest.analysis.validation.systems import NESTED_EVALUATION, nested_study, pooled_card_entry
     from backtest.analysis.validation.validate import validate_items, validate_pairs
 
     evaluation = entry["evaluation"]
+    if evaluation == NESTED_EVALUATION:
+        folders = [validation_dir / name for name in entry["labels_sha256"]]
+        pooled, _, nested = nested_study(folders)
+        return pooled_card_entry(folders, pooled, nested)
     cv = _CV.match(evaluation)
     if evaluation != "as-is" and not cv:
-        raise LookupError(evaluation)
+        raise NotRecomputable(f"made by a procedure this command does not know ({evaluation[:60]})")
     items = sets[entry["items_sha256"]]
     labels = [f"{name}={sets[h]}" for name, h in entry["labels_sha256"].items()]
     folds = int(cv.group(1)) if cv else 5
@@ -88,6 +101,12 @@ def recompute_entry(judge, entry: dict[str, Any], sets: dict[str, Path], pairwis
         report = validate_pairs(items, labels, judge, folds=folds, cross_validate=bool(cv))
     else:
         report = validate_items(items, labels, judge, folds=folds, cross_validate=bool(cv))
+        failed = report["items"].get("n_judge_failed", 0)
+        if failed:
+            raise NotRecomputable(
+                f"the judge gave no answer for {failed} of {report['items']['n_labelled']} items (is its endpoint "
+                "up, or its answer cache here?)"
+            )
     return card_entry(report, entry["set"])
 
 
@@ -112,24 +131,16 @@ def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: st
     if not problems and judge is None:
         problems.append(f"no judge in this workspace has the card's fingerprint {card['fingerprint']}")
     if not problems:
-        sets = committed_sets(path.parent.parent / "validation")
+        validation_dir = path.parent.parent / "validation"
+        sets = committed_sets(validation_dir)
         pairwise = card["kind"] == "pairwise-validity-card"
         for entry in card["validations"]:
             try:
-                fresh = recompute_entry(judge, entry, sets, pairwise)
-            except (LookupError, KeyError):
-                entries.append(
-                    {
-                        "set": entry["set"],
-                        "status": "not recomputed",
-                        "why": f"made by another procedure ({entry['evaluation'][:60]}); "
-                        "rerun scripts/judge_system_study.py, or check --expect-sha256",
-                        "differences": [],
-                    }
-                )
+                fresh = recompute_entry(judge, entry, sets, validation_dir, pairwise)
+            except NotRecomputable as why:
+                entries.append({"set": entry["set"], "status": "not recomputed", "why": str(why), "differences": []})
                 continue
-            recorded = {k: v for k, v in entry.items() if k in fresh}
-            diffs = _differences(recorded, fresh)
+            diffs = _differences(entry, fresh)
             entries.append({"set": entry["set"], "status": "matches" if not diffs else "differs", "differences": diffs})
         problems += [f"set {e['set']!r}: {d}" for e in entries for d in e["differences"]]
         if not expect_sha256 and entries and all(e["status"] == "not recomputed" for e in entries):
