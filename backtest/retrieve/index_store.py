@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, cast
 
+from backtest.core.caches import shared_cache
 from backtest.core.errors import BadInput
 from backtest.core.fileio import read_json
 from backtest.core.records import parse_record, write_output
@@ -106,8 +107,7 @@ def is_valid(folder: Path, inputs: dict[str, Any], n_docs: int) -> bool:
 
 
 def _shared_dir(docs: FutureDocs, method: str, key: str) -> Path | None:
-    root = os.environ.get("BACKTEST_INDEX_CACHE")
-    return Path(root) / docs.corpus_id / method / key if root else None
+    return shared_cache(docs.corpus_id, method, key)
 
 
 _TMP_NAME = re.compile(r"\.(?P<name>.+)\.pid(?P<pid>\d+)\.[^.]+\.tmp")

@@ -42,6 +42,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from backtest.core.caches import shared_cache, user_cache
 from backtest.core.errors import BadInput
 from backtest.core.seal import sha256_file
 from backtest.text.backends import CALIBRATION, RECIPES, embedding_dimension, recipe_hash
@@ -73,11 +74,7 @@ def model_files_sha256(model_dir: Path) -> str:
 
 def cache_root() -> Path:
     """Where exports live (module docstring)."""
-    shared = os.environ.get("BACKTEST_INDEX_CACHE")
-    if shared:
-        return Path(shared) / "onnx"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "backtest" / "onnx"
+    return shared_cache("onnx") or user_cache("onnx")
 
 
 def export_dir(model_dir: Path, backend: str) -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from backtest.core.caches import shared_cache
 from backtest.core.fileio import atomic_write_bytes
 from backtest.core.workspace import Workspace
 
@@ -52,10 +52,7 @@ _LOADED: dict[tuple[str, frozenset[str]], dict[bytes, np.ndarray]] = {}
 
 def store_root(ws: Workspace | None = None) -> Path:
     """Where the vector store lives (module docstring)."""
-    shared = os.environ.get("BACKTEST_INDEX_CACHE")
-    if shared:
-        return Path(shared) / "vectors"
-    return (ws or Workspace.from_env()).root / ".cache" / "vectors"
+    return shared_cache("vectors") or (ws or Workspace.from_env()).cache / "vectors"
 
 
 def text_key(text: str) -> bytes:

@@ -62,7 +62,6 @@ import gzip
 import io
 import json
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -73,6 +72,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from backtest.core.caches import shared_cache
 from backtest.core.errors import BacktestError, BadInput, CheckFailed
 from backtest.core.fileio import atomic_writer, read_json
 from backtest.core.records import Instance, Question, Rate, write_output
@@ -308,9 +308,9 @@ def _index_inputs(store: CorpusStore, with_first: bool) -> dict[str, Any]:
 
 def _index_paths(store: CorpusStore, key: str) -> list[Path]:
     paths = [store.ws.corpus_dir(store.corpus_id) / "index" / "terms" / f"{key}.tsv.gz"]
-    shared = os.environ.get("BACKTEST_INDEX_CACHE")
+    shared = shared_cache(store.corpus_id, "terms", f"{key}.tsv.gz")
     if shared:
-        paths.append(Path(shared) / store.corpus_id / "terms" / f"{key}.tsv.gz")
+        paths.append(shared)
     return paths
 
 
