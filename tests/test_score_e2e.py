@@ -503,8 +503,13 @@ def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp
         hang.close()
     assert judge2.stats()["retry_reasons"] == {"timeout": 1}
     again = _judgments(result2.run_dir)
-    strip = lambda j: {k: v for k, v in j.items() if k not in ("judge",)}  # noqa: E731 - config hash differs
+    # the labels are the same; the tokens are what each run paid: the first run also paid for the unusable
+    # (bad JSON) answer it retried, which the second never got
+    strip = lambda j: {k: v for k, v in j.items() if k not in ("judge", "tokens")}  # noqa: E731 - config hash differs
     assert {q: strip(j) for q, j in again.items()} == {q: strip(j) for q, j in judgments.items()}
+    paid = {q: sum(j["tokens"].values()) for q, j in judgments.items()}
+    assert all(paid[q] >= sum(j["tokens"].values()) for q, j in again.items())
+    assert sum(paid.values()) > sum(sum(j["tokens"].values()) for j in again.values())
     assert hang.upstream_calls == 0  # every answer came from the proxy's memory of the real server's answers
     assert assert_key_written_nowhere(API_KEY, ws.results, ws.cache) > 10
     print(
