@@ -316,7 +316,9 @@ def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
 
     Checks that each card names the judge it is filed under and cites committed labelled sets,
     then re-runs that judge on each set the way the card says it was measured and compares every
-    figure. Exit 1 when any card fails; print each card's sha256 (to publish) when it passes.
+    figure. Each card is "ok", "CARD INVALID" (a check failed or a figure differs) or "UNVERIFIED" (nothing
+    could be re-derived here, e.g. an LLM judge without its endpoint or cache: give --expect-sha256). Exit 1
+    unless every card is ok; each card's sha256 is printed, to publish.
     """
     from backtest.analysis.validation.verify_card import verify_card
 
@@ -331,7 +333,8 @@ def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
         echo_json(results)
     else:
         for r in results:
-            click.echo(f"{'ok' if r['ok'] else 'CARD INVALID'}  {r['card']}  sha256 {r['sha256']}")
+            label = {"ok": "ok", "invalid": "CARD INVALID", "unverified": "UNVERIFIED"}[r["status"]]
+            click.echo(f"{label}  {r['card']}  sha256 {r['sha256']}")
             for e in r["entries"]:
                 click.echo(f"  {e['status']}: {e['set']}" + (f" ({e['why']})" if e.get("why") else ""))
             for problem in r["problems"]:
@@ -339,7 +342,7 @@ def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
     failed = [r for r in results if not r["ok"]]
     if failed:
         raise CheckFailed(
-            f"{len(failed)} of {len(results)} validity card(s) invalid; first: {failed[0]['card']}: "
+            f"{len(failed)} of {len(results)} validity card(s) invalid or unverified; first: {failed[0]['card']}: "
             f"{failed[0]['problems'][0]}",
             [f"{r['card']}: {r['problems'][0]}" for r in failed],
         )

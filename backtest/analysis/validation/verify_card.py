@@ -100,6 +100,7 @@ def recompute_entry(
     if pairwise:
         report = validate_pairs(items, labels, judge, folds=folds, cross_validate=bool(cv))
     else:
+        _answers_at_all(judge, items)
         report = validate_items(items, labels, judge, folds=folds, cross_validate=bool(cv))
         failed = report["items"].get("n_judge_failed", 0)
         if failed:
@@ -108,6 +109,17 @@ def recompute_entry(
                 "up, or its answer cache here?)"
             )
     return card_entry(report, entry["set"])
+
+
+def _answers_at_all(judge, items_path: Path) -> None:
+    """NotRecomputable, after one item, when the judge gives no answer (an LLM judge whose endpoint is down and
+    whose answers are not cached here): not after every item has spent its retries."""
+    from backtest.analysis.validation.items import read_items
+
+    first = read_items(items_path)[0]
+    judgment = judge.judge(first.question, first.retrieved())
+    if getattr(judgment, "judge_failed", False):  # an extra field of a failed judgment
+        raise NotRecomputable(f"the judge gave no answer for the first item ({judgment.needs_review[0][:160]})")
 
 
 def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: str | None = None) -> dict[str, Any]:
@@ -145,4 +157,13 @@ def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: st
         problems += [f"set {e['set']!r}: {d}" for e in entries for d in e["differences"]]
         if not expect_sha256 and entries and all(e["status"] == "not recomputed" for e in entries):
             problems.append("no figure could be recomputed here and no published sha256 was given")
-    return {"card": str(path), "sha256": digest, "ok": not problems, "problems": problems, "entries": entries}
+    unverified = problems == ["no figure could be recomputed here and no published sha256 was given"]
+    status = "ok" if not problems else "unverified" if unverified else "invalid"
+    return {
+        "card": str(path),
+        "sha256": digest,
+        "ok": not problems,
+        "status": status,
+        "problems": problems,
+        "entries": entries,
+    }
