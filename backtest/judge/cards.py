@@ -8,8 +8,9 @@ labels' sha256); validating again on the same set replaces that entry.
 
 A card is never trusted as written. :func:`card_problems` checks, wherever a card is read, that it
 names the judge it is filed under (its fingerprint, its file name and the fingerprint of its
-``judge`` entry agree, and match the run's judge), that every labelled set it cites is a committed one
-(the items' and labels' sha256 match files under ``judges/validation/``) and that its figures are
+``judge`` entry agree, and match the run's judge), that every labelled set it cites is here (the
+items' and labels' sha256 match files under ``judges/validation/``, or the files the entry names as
+where it was validated) and that its figures are
 possible there (n at most the set's items, each kappa inside its interval). A card that fails is
 shown as "card invalid", never its numbers. ``backtest judge verify-card`` goes further: it re-runs
 the judge on the cited sets and compares every figure.
@@ -87,6 +88,25 @@ def card_entry(report: dict[str, Any], set_name: str) -> dict[str, Any]:
     return (_pair_summary if pairwise else _summary)(report, set_name)
 
 
+def _where(path: str, root: Path) -> str:
+    """``path`` relative to the workspace ``root`` when inside it, else absolute (how a card names a file)."""
+    full = Path(path).resolve()
+    return full.relative_to(root.resolve()).as_posix() if full.is_relative_to(root.resolve()) else str(full)
+
+
+def entry_files(entry: dict[str, Any], sets: dict[str, Path], root: Path) -> dict[str, Path]:
+    """sha256 -> file for what one entry may cite: the committed labelled sets (``sets``) and the files the entry
+    names (``files``: its items and labels where they were validated, inside the workspace or not)."""
+    named = entry.get("files") or {}
+    paths = [named.get("items"), *(named.get("labels") or {}).values()]
+    found = dict(sets)
+    for rel in filter(None, paths):
+        path = Path(rel) if Path(rel).is_absolute() else root / rel
+        if path.is_file() and not path.is_symlink():
+            found.setdefault(sha256_file(path), path)
+    return found
+
+
 def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
     """Add (or replace) this validation's entry on the judge's card; return the card's path."""
     pairwise = report["kind"] == "pairwise-judge-validation"
@@ -104,6 +124,11 @@ def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
         }
     )
     entry = card_entry(report, set_name)
+    root = Path(cards_dir).parent.parent
+    entry["files"] = {
+        "items": _where(report["items"]["path"], root),
+        "labels": {name: _where(src["path"], root) for name, src in report["labels"].items()},
+    }
     card["validations"] = [v for v in card["validations"] if v["items_sha256"] != entry["items_sha256"]] + [entry]
     card["validations"].sort(key=lambda v: v["set"])
     write_output(path, ValidityCard, card)
@@ -144,12 +169,16 @@ def _figure_problems(name: str, block: dict[str, Any], n: int) -> list[str]:
 
 
 def _entry_problems(entry: dict[str, Any], sets: dict[str, Path], validation_dir: Path) -> list[str]:
-    """What is wrong with one validation entry: labelled sets not committed, figures impossible on them."""
+    """What is wrong with one validation entry: labelled sets not committed (nor where the entry says it was
+    validated, with the same sha256), figures impossible on them."""
+    sets = entry_files(entry, sets, validation_dir.parent.parent)
     where = f"set {entry.get('set')!r}"
     labels = entry.get("labels_sha256") or {}
     if not labels:
         return [f"{where}: names no labels' sha256"]
-    out = [f"{where}: labels {name!r} are not a committed labelled set" for name, h in labels.items() if h not in sets]
+    out = [
+        f"{where}: labels {name!r} are not a labelled set here (sha256)" for name, h in labels.items() if h not in sets
+    ]
     items = sets.get(entry.get("items_sha256", ""))
     if items is not None:
         n_items = _rows(items)
@@ -157,7 +186,7 @@ def _entry_problems(entry: dict[str, Any], sets: dict[str, Path], validation_dir
         # a pooled study (scripts/judge_system_study.py): its labels are keyed by the committed sets they pool
         n_items = sum(_rows(validation_dir / name / "items.jsonl") for name in labels)
     else:
-        return out + [f"{where}: items sha256 {str(entry.get('items_sha256'))[:12]} is not a committed labelled set"]
+        return out + [f"{where}: items sha256 {str(entry.get('items_sha256'))[:12]} is not a labelled set here"]
     n = int(entry.get("n", 0))
     if not 0 < n <= n_items:
         out.append(f"{where}: n={n} is impossible on a set of {n_items} items")

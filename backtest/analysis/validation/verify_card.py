@@ -19,7 +19,7 @@ from typing import Any
 from backtest.core.errors import BadInput
 from backtest.core.records import read_output
 from backtest.core.seal import sha256_file
-from backtest.judge.cards import card_entry, card_problems, committed_sets, fingerprint
+from backtest.judge.cards import card_entry, card_problems, committed_sets, entry_files, fingerprint
 from backtest.judge.outputs import ValidityCard
 
 TOLERANCE = 1e-6
@@ -94,6 +94,7 @@ def recompute_entry(
     cv = _CV.match(evaluation)
     if evaluation != "as-is" and not cv:
         raise NotRecomputable(f"made by a procedure this command does not know ({evaluation[:60]})")
+    sets = entry_files(entry, sets, validation_dir.parent.parent)
     items = sets[entry["items_sha256"]]
     labels = [f"{name}={sets[h]}" for name, h in entry["labels_sha256"].items()]
     folds = int(cv.group(1)) if cv else 5
@@ -152,7 +153,7 @@ def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: st
             except NotRecomputable as why:
                 entries.append({"set": entry["set"], "status": "not recomputed", "why": str(why), "differences": []})
                 continue
-            diffs = _differences(entry, fresh)
+            diffs = _differences({k: v for k, v in entry.items() if k != "files"}, fresh)
             entries.append({"set": entry["set"], "status": "matches" if not diffs else "differs", "differences": diffs})
         problems += [f"set {e['set']!r}: {d}" for e in entries for d in e["differences"]]
         if not expect_sha256 and entries and all(e["status"] == "not recomputed" for e in entries):
