@@ -44,12 +44,7 @@ def usage_stub(
             content = "not json" if bad_first and first else json.dumps(ANSWER)
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
             body = json.dumps({"choices": [{"message": {"content": content}, "finish_reason": "stop"}], "usage": usage})
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, 200, body)
 
         def log_message(self, *args):
             pass
@@ -57,6 +52,16 @@ def usage_stub(
     server = StubServer(("127.0.0.1", 0), Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: str) -> None:
+    """Answer a request with a JSON ``body`` and ``status`` (for every test server speaking the chat API)."""
+    data = body.encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def stub_judge_config(path, server: StubServer, name: str, prompt, extra: str = "") -> None:

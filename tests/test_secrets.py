@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import frozen_copy
+from .stub_llm import send_json
 
 KEY = "sk-test-SECRET123-do-not-write"
 PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
@@ -61,12 +62,7 @@ def _echo_server(mode: str):
                     ),
                     200,
                 )
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, status, body)
 
         def log_message(self, *args):
             pass
