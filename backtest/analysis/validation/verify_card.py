@@ -83,12 +83,14 @@ def recompute_entry(
 ) -> dict[str, Any]:
     """The entry the judge gives today on the entry's committed set, measured the way the entry says; the pooled
     nested study re-run from its committed sets. NotRecomputable where that cannot be done here."""
-    from backtest.analysis.validation.systems import NESTED_EVALUATION, nested_study, pooled_card_entry
+    from backtest.analysis.validation.systems import NESTED_EVALUATION, STUDY_SETS, nested_study, pooled_card_entry
     from backtest.analysis.validation.validate import validate_items, validate_pairs
 
     evaluation = entry["evaluation"]
     if evaluation == NESTED_EVALUATION:
-        folders = [validation_dir / name for name in entry["labels_sha256"]]
+        # pooled in the study's order (the card's JSON sorts the names; the first of two equal items is kept)
+        order = {name: k for k, name in enumerate(STUDY_SETS)}
+        folders = [validation_dir / n for n in sorted(entry["labels_sha256"], key=lambda n: (order.get(n, 99), n))]
         pooled, _, nested = nested_study(folders)
         return pooled_card_entry(folders, pooled, nested)
     cv = _CV.match(evaluation)
