@@ -35,6 +35,7 @@ import functools
 import json
 import os
 import sys
+import threading
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,29 +198,28 @@ def judge_remote(
     return {"judgment": judgment, "stats": stats_change(before, judge.stats())}
 
 
-def stats_change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """``after - before`` for a judge's counters (numbers, and dicts of numbers such as ``retry_reasons``)."""
-    out: dict[str, Any] = {}
-    for key, value in after.items():
-        if isinstance(value, dict):
-            out[key] = {k: v - (before.get(key) or {}).get(k, 0) for k, v in value.items()}
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = value - before.get(key, 0)
-    return out
-
-
-def stats_sum(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two judges' counters added up (numbers, and dicts of numbers); what only one has is kept."""
+def _add_counters(a: dict[str, Any], b: dict[str, Any], sign: int) -> dict[str, Any]:
+    """``a + sign * b`` for a judge's counters (numbers, and dicts of numbers such as ``retry_reasons``)."""
     out = dict(a)
     for key, value in b.items():
         if isinstance(value, dict):
             merged = dict(out.get(key) or {})
             for k, v in value.items():
-                merged[k] = merged.get(k, 0) + v
+                merged[k] = merged.get(k, 0) + sign * v
             out[key] = merged
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = out.get(key, 0) + value
+            out[key] = out.get(key, 0) + sign * value
     return out
+
+
+def stats_change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``after - before`` for a judge's counters (what one task's judge did)."""
+    return _add_counters(after, before, -1)
+
+
+def stats_sum(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two judges' counters added up; what only one has is kept."""
+    return _add_counters(a, b, 1)
 
 
 @dataclass
@@ -381,6 +381,9 @@ def judge_all(
     return JudgeRun(done, judged_now, ledger, worker_stats)
 
 
+_WORKER_STATS_LOCK = threading.Lock()
+
+
 def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]], worker_stats: dict[str, Any]) -> None:
     """Complete ``out`` with the Judgment a Ray task returned (or its error); add what its judge did to
     ``worker_stats``. Nothing when ``out`` was cancelled meanwhile (the run stopped)."""
@@ -391,7 +394,8 @@ def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]], worker_stats
             out.set_exception(exc)
         else:
             result = remote.result()
-            worker_stats.update(stats_sum(worker_stats, result["stats"]))
+            with _WORKER_STATS_LOCK:  # Ray may run done-callbacks on more than one thread
+                worker_stats.update(stats_sum(worker_stats, result["stats"]))
             out.set_result(Judgment.model_validate(result["judgment"]))
 
 
