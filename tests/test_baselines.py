@@ -40,7 +40,7 @@ def test_baselines_end_to_end_and_rerun(astro_ep_ws, copy_ws, cli, monkeypatch):
     code, out, err = cli(ARGS, root=ws.root)
     assert code == 0, err
     assert "direct_llm: skipped: no LLM endpoint configured" in out
-    assert "evidence_graph: skipped: evidence_graph: the past corpus of astro-2025-ep holds no real tension" in out
+    assert "evidence_graph: skipped: evidence_graph: the past corpus of astro-2025-ep holds no typed tension" in out
     folder = ws.results / INSTANCE / "baselines"
     summary = read_output(Baselines, folder / "BASELINES.json")
     rows = {r["generator"]: r for r in summary["systems"]}

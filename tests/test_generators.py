@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from backtest.corpus.instance import load_instance, open_past_corpus
 from backtest.generators.evidence_graph import TENSION_TYPES, conflict, findings
 from backtest.generators.extract import analyse_corpus
+from backtest.generators.tensions import CHALLENGE, condition_of
 from backtest.submit.freeze import check_gates
 from tests.conftest import run_cli
 
@@ -92,14 +94,14 @@ def test_random_claims_small_instance_freezes_and_reruns_identically(astro_ep_ws
 
 
 def test_evidence_graph_without_real_tensions_writes_nothing(astro_ep_ws, tmp_path, capsys):
-    """astro-2025-ep's 416 abstracts hold no two papers that disagree on one quantity of one object: no fake
-    tension is made up, the generator says so in one line (exit 2) and writes nothing."""
+    """astro-2025-ep's 416 abstracts hold no two papers that disagree on one measured quantity of one subject: no
+    fake tension is made up, the generator says so in one line (exit 2) and writes nothing."""
     code, _, err = run_cli(
         ["generate", "evidence_graph", "--instance", "astro-2025-ep", "--out", str(tmp_path / "eg")],
         root=astro_ep_ws.root,
         capsys=capsys,
     )
-    assert code == 2 and "holds no real tension" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "holds no typed tension" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "eg").exists()
 
 
@@ -124,6 +126,8 @@ def test_astro_2025_generators_freeze_cleanly(name, astro_ws, tmp_path_factory):
         notes = load(folder)[1]["generator_notes"]
         assert notes["requested"] == 125 and notes["emitted"] == len(questions) <= notes["tensions_found"]
         assert notes["shortfall"] == 125 - len(questions)
+        assert {q["signal_type"] for q in questions} == {"observational_tension"}  # the default: the type that
+        # met evidence-graph-v1's reading bar
     elif name == "review_future_work":  # 87 cue sentences of astro-2025 rewrite into self-contained questions
         notes = load(folder)[1]["generator_notes"]  # (102 before intelligibility-v4's and -v5's checks)
         assert 85 <= len(questions) == notes["emitted"] <= notes["candidates"] and notes["requested"] == 125
@@ -145,37 +149,69 @@ def test_space_2016_generators_freeze_cleanly(name, space_ws, tmp_path_factory):
 
 @pytest.mark.slow
 def test_evidence_graph_tensions_are_real(astro_ws, tmp_path_factory):
-    """Every question's two claims, re-read from the past corpus, are about the same subject and state the same
-    quantity (or the same feature), with values more than 2 sigma apart (or detected vs not detected); the
-    question names the subject and the quantity and shows both findings; the contract is complete."""
-    eg, _ = load(cached_run(astro_ws, "astro-2025", "evidence_graph", tmp_path_factory))
+    """Every question's claims, re-read from the past corpus, meet their type's condition. Observational: the two
+    claims are about the same subject and state the same quantity (or feature), with values more than 2 sigma
+    apart (or detected vs not detected), and the question shows both findings. Single-dataset: the claim names
+    one data set and its abstract no other. Challenge and qualification: the later claim of an author-disjoint
+    paper states the challenge (or the condition) the question names, and both claims name the joining node.
+    Every contract is complete."""
+    default, _ = load(cached_run(astro_ws, "astro-2025", "evidence_graph", tmp_path_factory))
+    every_type = [arg for kind in TENSION_TYPES for arg in ("--tension-type", kind)]
+    folder = generate(astro_ws, "astro-2025", "evidence_graph", tmp_path_factory.mktemp("all") / "eg", *every_type)
+    eg, _ = load(folder)
+    assert_freezes_cleanly(folder, "astro-2025", astro_ws, minimum=5)
+    kinds = Counter(q["signal_type"] for q in eg)  # at most 60% of one type, at most 3 questions per paper
+    assert len(kinds) >= 2 and max(kinds.values()) <= 0.6 * len(eg), kinds
+    assert max(Counter(pid for q in eg for pid in q["source_evidence_ids"]).values()) <= 3
     papers = {p.record.id: p for p in analyse_corpus(open_past_corpus(load_instance("astro-2025", astro_ws), astro_ws))}
     assert {q["signal_type"] for q in eg} <= set(TENSION_TYPES)
-    for q in eg:
+    for q in default + eg:
         t = q["tension"]
-        assert len(q["source_evidence_ids"]) == 2 and q["source_evidence_ids"][0] != q["source_evidence_ids"][1]
-        stated = []
-        for pid, cid in zip(q["source_evidence_ids"], t["claims"]):
+        ids = q["source_evidence_ids"]
+        claims = []
+        for pid, cid in zip(ids, t["claims"], strict=True):
             assert cid.startswith(pid + "#s")
-            paper = papers[pid]
-            claim = next(c for c in paper.claims if c.claim_id == cid)
-            mine = [f for f in findings(claim, paper) if f.subject == t["subject"] and list(f.key) == t["key"]]
-            assert mine, (q["question_id"], cid, t["subject"], t["key"])
-            stated.append(mine[0])
-        a, b = stated
-        assert a.subject == b.subject and a.key == b.key
-        assert conflict(a, b) is not None and [a.shown, b.shown] == t["findings"]
-        if t["evidence"] == "numeric":
-            assert t["sigma"] > 2
+            claims.append(next(c for c in papers[pid].claims if c.claim_id == cid))
+        if q["signal_type"] == "observational_tension":
+            assert_observational(q, [papers[i] for i in ids], claims)
+        elif q["signal_type"] == "single_dataset_conclusion":
+            (claim,) = claims
+            assert claim.detected.instruments == (t["subject"],) == papers[ids[0]].detected.instruments
+            assert t["subject"] in q["question"] and t["findings"][0] in q["question"]
         else:
-            assert {a.stance, b.stance} == {"detected", "not detected"}
-        assert a.shown in q["question"] and b.shown in q["question"]
-        assert t["topic"] in q["question"] and (t["subject"] in q["question"] or t["subject_kind"] == "parameter")
-        assert not MAIN_RESULT.search(q["question"])
+            (pa, pb), (a, b) = [papers[i] for i in ids], claims
+            assert pa.record.published < pb.record.published
+            assert not {x.lower() for x in pa.record.authors} & {x.lower() for x in pb.record.authors}
+            assert t["findings"][0] in q["question"] and t["topic"] in q["question"]
+            if q["signal_type"] == "methodological_challenge":
+                assert CHALLENGE.search(b.text) and t["subject"] in set(a.detected.methods + a.detected.instruments)
+                assert t["subject"] in set(b.detected.methods + b.detected.instruments)
+            else:
+                assert condition_of(b.text) == t["topic"]
         for field in ("literature_gap", "hypothesis", "minimal_test", "decisive_metric"):
             assert q[field]
         assert q["supporting_result"] != q["falsifying_result"]
+        assert not MAIN_RESULT.search(q["question"])
     assert all(0.0 <= q["tension"]["score"] <= 1.0 for q in eg)
+
+
+def assert_observational(q: dict, papers: list, claims: list) -> None:
+    t = q["tension"]
+    assert len(papers) == 2 and papers[0].record.id != papers[1].record.id
+    stated = []
+    for paper, claim in zip(papers, claims, strict=True):
+        mine = [f for f in findings(claim, paper) if f.subject == t["subject"] and list(f.key) == t["key"]]
+        assert mine, (q["question_id"], claim.claim_id, t["subject"], t["key"])
+        stated.append(mine[0])
+    a, b = stated
+    assert a.subject == b.subject and a.key == b.key
+    assert conflict(a, b) is not None and [a.shown, b.shown] == t["findings"]
+    if t["evidence"] == "numeric":
+        assert t["sigma"] > 2
+    else:
+        assert {a.stance, b.stance} == {"detected", "not detected"}
+    assert a.shown in q["question"] and b.shown in q["question"]
+    assert t["topic"] in q["question"] and (t["subject"] in q["question"] or t["subject_kind"] == "parameter")
 
 
 @pytest.mark.slow
@@ -188,12 +224,15 @@ def test_evidence_graph_reruns_are_byte_identical(astro_ws, tmp_path_factory, tm
 
 @pytest.mark.slow
 def test_evidence_graph_on_space_2016_makes_nothing_up(space_ws, tmp_path, capsys):
-    code, _, err = run_cli(
-        ["generate", "evidence_graph", "--instance", "space-2016", "--out", str(tmp_path / "eg")],
-        root=space_ws.root,
-        capsys=capsys,
-    )
-    assert code == 2 and "holds no real tension" in err and not (tmp_path / "eg").exists()
+    """space-2016 holds no observational tension; asked for two types, it holds single-dataset conclusions only,
+    and a set of one type is refused (no type above 60%)."""
+    args = ["generate", "evidence_graph", "--instance", "space-2016", "--out", str(tmp_path / "eg")]
+    code, _, err = run_cli(args, root=space_ws.root, capsys=capsys)
+    assert code == 2 and "holds no typed tension" in err and not (tmp_path / "eg").exists()
+    two = ["--tension-type", "observational_tension", "--tension-type", "single_dataset_conclusion"]
+    code, _, err = run_cli(args + two, root=space_ws.root, capsys=capsys)
+    assert code == 2 and "all single_dataset_conclusion: a set needs two types" in err
+    assert not (tmp_path / "eg").exists()
 
 
 # Sentences the intelligibility-v1 readers found unintelligible as "results" (judges/validation/intelligibility-v1):

@@ -11,7 +11,7 @@ import pytest
 from backtest.core.errors import BadInput
 from backtest.core.records import CorpusRecord
 from backtest.generators import available_generators, get_generator
-from backtest.generators.evidence_graph import TEMPLATES, Tension, conflict, contract, findings, realise
+from backtest.generators.evidence_graph import balance_types, conflict, findings
 from backtest.generators.extract import (
     claim_clause,
     detect,
@@ -23,6 +23,8 @@ from backtest.generators.extract import (
 from backtest.generators.protocol import Draft, clean_question, resolve_generated_at
 from backtest.generators.review_future_work import cue_strength, to_question
 from backtest.generators.select import select_diverse
+from backtest.generators.tension_questions import TEMPLATES, contract, realise
+from backtest.generators.tensions import Tension, condition_of, problem_noun
 
 GENERATORS_DIR = Path(__file__).resolve().parent.parent / "backtest" / "generators"
 FORBIDDEN = ("backtest.corpus.future", "backtest.retrieve")
@@ -367,3 +369,27 @@ def test_clean_llm_question(raw, cleaned):
     from backtest.generators.llm import clean_llm_question
 
     assert clean_llm_question(raw) == cleaned
+
+
+def test_tension_conditions_quote_what_the_sentence_says():
+    """A qualification's condition is the words after "only for/when/..." (a first-person condition is none);
+    a challenge's problem is named as a noun."""
+    assert condition_of("Hall-MHD reproduces kinetic rates only for a sufficiently strong guide field, as shown.") == (
+        "for a sufficiently strong guide field"
+    )
+    assert condition_of("The relation holds limited to massive haloes.") == "for massive haloes"
+    assert condition_of("This works only when we include our own priors.") is None
+    assert condition_of("The relation holds for all haloes.") is None
+    assert problem_noun("overestimated") == "overestimates" and problem_noun("contaminated") == "contamination"
+    assert problem_noun("is highly sensitive to") == "sensitivity to assumptions"
+
+
+def test_balance_types_keeps_no_type_above_its_share():
+    """The lowest-ranked questions of a dominant type go until it is at most 60% of the set; one type alone
+    keeps nothing."""
+    drafts = [Draft(question=f"q{i}?", source_evidence_ids=[str(i)], signal_type="a") for i in range(8)]
+    drafts += [Draft(question=f"r{i}?", source_evidence_ids=[str(i)], signal_type="b") for i in range(2)]
+    kept = balance_types(drafts, 0.6)
+    assert [d.question for d in kept if d.signal_type == "a"] == ["q0?", "q1?", "q2?"]
+    assert len(kept) == 5 and all(d.signal_type == "b" for d in kept[3:])
+    assert balance_types(drafts[:8], 0.6) == []

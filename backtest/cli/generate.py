@@ -43,6 +43,22 @@ class ListsGenerators(click.Command):
     default=None,
     help="evidence_graph only: phrase the detected tensions with templates (default) or an LLM.",
 )
+@click.option(
+    "--explain",
+    type=OutPath(dir_okay=False, path_type=Path),
+    default=None,
+    help="evidence_graph only: write the graph's counts by node and edge type and, for each question, the claims "
+    "it pairs and why (Markdown at OUT, JSON at OUT.json).",
+)
+@click.option(
+    "--tension-type",
+    "tension_types",
+    multiple=True,
+    type=click.Choice(
+        ["observational_tension", "methodological_challenge", "single_dataset_conclusion", "independent_qualification"]
+    ),
+    help="evidence_graph only: ask only about these tension types (repeatable; default: every type).",
+)
 @llm_options
 @json_option
 @click.pass_context
@@ -55,6 +71,8 @@ def generate(
     out,
     generated_at,
     verbalizer,
+    explain,
+    tension_types,
     llm_base_url,
     llm_model,
     llm_api_key_env,
@@ -69,8 +87,12 @@ def generate(
     from backtest.generators import run_generator
 
     ws = workspace(ctx)
+    if (explain or tension_types) and name != "evidence_graph":
+        raise click.UsageError("--explain and --tension-type apply to evidence_graph only")
     options = given_options(
         verbalizer=verbalizer,
+        explain=str(explain) if explain else None,
+        tension_types=list(tension_types) or None,
         llm_base_url=llm_base_url,
         llm_model=llm_model,
         llm_api_key_env=llm_api_key_env,

@@ -12,30 +12,35 @@ Pipeline (no model weights needed; an LLM may optionally phrase the result):
    sentence names, else the single designation of the paper's title when the sentence
    names none. A sentence naming several objects has no subject (its values cannot be
    attributed). Cosmological parameters (the Hubble constant, S8) are their own subject.
-3. **Graph** (``networkx``): paper -makes-> claim -about-> subject, and claim -states->
-   finding, where a finding is a *quantity key* (property + unit, with the claim's value)
-   or a *proposition* ("feature F is present", with the claim's stance).
-4. **Tensions** — two claims from different papers (A earlier or same day, B later) about
-   the same subject that state the same finding and conflict:
+3. **Graph** (``networkx``, :func:`build_graph`): paper -makes-> claim (every claim sentence);
+   claim -about-> subject; claim -names-> term (data sets, methods, quantities, molecules,
+   phenomena, systematics of the lexicons); claim -states-> finding, where a finding is a
+   *quantity key* (property + unit, with the claim's value) or a *proposition* ("feature F is
+   present", with the claim's stance). The typed tensions are its claim -> claim edges.
+4. **Tensions**, four types, each with a condition checkable on its claims (``docs/generators.md``):
 
-   * ``numeric``: both state exactly one value of the same property in the same unit, each
-     with an uncertainty and neither a bound, and the values are more than 2 sigma apart
-     (combined uncertainty);
-   * ``stance``: one claim says the feature was detected in the subject, the other that it
-     was not (hedged, tentative or candidate detections are not stances).
+   * ``observational_tension`` — two claims from different papers (A earlier or same day, B later)
+     about the same subject state the same finding in conflict: ``numeric`` (exactly one value
+     of the same property in the same unit each, with uncertainties, neither a bound, more than
+     2 sigma apart) or ``stance`` (detected vs not detected; hedged detections are not stances);
+   * ``methodological_challenge``, ``single_dataset_conclusion``, ``independent_qualification``
+     — :mod:`.tensions` states their conditions.
 
-   Nothing else is a tension: no cue-word pairing, no "main result" of a subject. Where the
-   corpus holds fewer real tensions than questions requested, fewer questions are emitted;
-   ``metadata.json`` (``generator_notes``) says how many were requested, found and emitted.
+   Nothing is paired on a cue word alone, and no "main result" stands in for a finding. Where the
+   corpus holds fewer tensions than questions requested, fewer questions are emitted;
+   ``metadata.json`` (``generator_notes``) says how many were requested, found (by type) and
+   emitted (by type).
 5. **Ranking** by a documented score in [0, 1]::
 
        score = 0.50 * specificity + 0.20 * independence + 0.10 * recency + 0.20 * evidence
 
-   specificity: catalogued object 1.0, cosmological parameter 0.8, x rarity
+   observational tensions: specificity: catalogued object 1.0, cosmological parameter 0.8, x rarity
    ``1/sqrt(1 + papers_naming_subject/25)``; independence: author-disjoint groups among the
    papers stating this finding, ``min(1, (groups - 1) / 3)``, halved when A and B share an
    author; recency: ``1 - (cutoff - date_B) / (cutoff - first past date)``; evidence: numeric
-   conflict 1.0 (and the sigma separation, capped, breaks ties), stance conflict 0.9.
+   conflict 1.0 (and the sigma separation, capped, breaks ties), stance conflict 0.9. The other
+   types: :func:`score_claim_tension` (centrality of the node that joins the claims in place of
+   specificity, the type's evidence weight plus the claims' closeness).
 6. **Questions**: one self-contained sentence naming the subject, the quantity or feature,
    both findings in brief (the two values, or detected vs not detected) and the decisive
    test, from a few neutral templates (chosen by the seeded generator). Each question also
@@ -43,8 +48,11 @@ Pipeline (no model weights needed; an LLM may optionally phrase the result):
    decisive metric, supporting and falsifying result), both papers as
    ``source_evidence_ids``, the two claims as ``premise`` and the ``tension`` record (subject,
    quantity key, the two claim ids, their values or stances, score and its components).
-   Selection is greedy by score: one question per subject and finding, at most three per
-   subject and per paper, no near-duplicates under the freeze rule.
+   Selection is greedy by score: at most two questions per subject and finding, three per
+   subject and per paper, no near-duplicates under the freeze rule, and no tension type above
+   :data:`MAX_TYPE_SHARE` (60%) of the set (:func:`balance_types`; a corpus whose tensions are all
+   of one type yields no set). ``--explain OUT`` writes the graph's counts and, per question, its
+   claims and why they were paired (:func:`write_explain`).
 
 ``--verbalizer llm`` keeps steps 1-5 and the selection, and asks an LLM to phrase each
 selected tension as one neutral question (falling back to the template when its answer is
@@ -56,18 +64,32 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from typing import Any
 
-from backtest.generators.extract import Claim, PaperClaims, analyse_corpus, claim_clause
+from backtest.generators.extract import Claim, PaperClaims, analyse_corpus
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult, NothingToAsk
 from backtest.generators.select import select_diverse
+from backtest.generators.tension_questions import claim_draft, realise, to_draft
+from backtest.generators.tensions import TYPES as CLAIM_TENSION_TYPES
+from backtest.generators.tensions import ClaimTension, Finding, Tension, claim_tensions
 from backtest.generators.wording import reads_clearly
 
-TENSION_TYPES = ("observational_tension",)
+TENSION_TYPES = ("observational_tension", *CLAIM_TENSION_TYPES)
+# The types asked about by default: those that met evidence-graph-v1's reading bar once fixed (80% real). The other
+# three read 0-33% real there and are asked about only when named (``--tension-type``), for study.
+DEFAULT_TYPES = ("observational_tension",)
+MAX_TYPE_SHARE = 0.6  # no tension type above this share of a set
 EVIDENCE_KINDS = ("numeric", "stance")
 SUBJECT_WEIGHT = {"object": 1.0, "parameter": 0.8}
-EVIDENCE_WEIGHT = {"numeric": 1.0, "stance": 0.9}
+EVIDENCE_WEIGHT = {
+    "numeric": 1.0,
+    "stance": 0.9,
+    "single_dataset_conclusion": 0.8,
+    "methodological_challenge": 0.7,
+    "independent_qualification": 0.6,
+}
 WEIGHTS = {"specificity": 0.50, "independence": 0.20, "recency": 0.10, "evidence": 0.20}
 SIGMA_THRESHOLD = 2.0
 FACTOR_THRESHOLD = 2.0  # for values quoted without an uncertainty
@@ -75,60 +97,16 @@ MAX_PAIRS_PER_KEY = 3  # paper pairs kept per (subject, finding)
 MAX_PER_FINDING = 2  # questions per (subject, finding), from different paper pairs
 MAX_PER_SUBJECT = 3
 MAX_PER_PAPER = 3
+# A cosmological parameter's value that is not a measurement to compare (evidence-graph-v1's readers: four of
+# eleven observational tensions were H0 values of this kind): a prior the paper takes as input, or a fit within
+# an extended model ("in the MAPAge model", "within the axion EDE framework", "reducing the H0 tension").
+MODEL_CONDITIONED = re.compile(
+    r"\b(?:priors?|models?|framework|scenarios?|extensions?|interacting|(?:reduc|alleviat|eas|resolv)\w* the "
+    r"(?:H0 |Hubble |S8 )?tension)\b",
+    re.I,
+)
 # Quantities that are not properties of one object: their own subject.
 GLOBAL_PROPERTIES = {"Hubble constant": "km/s/Mpc", "S8": "", "sigma8": ""}  # each with its one unit
-PARAMETER_PHRASE = {
-    "Hubble constant": "the Hubble constant H0",
-    "S8": "the matter clustering amplitude S8",
-    "sigma8": "the matter fluctuation amplitude sigma8",
-}
-STANCE_PHRASE = {"detected": "detected", "not detected": "not detected"}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What one claim states about its subject: a value of a quantity, or a stance on a feature."""
-
-    claim: Claim
-    subject: str
-    subject_kind: str  # "object" | "parameter"
-    key: tuple[str, ...]  # ("quantity", property, unit) | ("feature", name)
-    value: dict | None = None
-    stance: str | None = None
-
-    @property
-    def shown(self) -> str:
-        """The finding in brief: the value with its uncertainty and unit, or the stance."""
-        if self.value is not None:
-            return str(self.value["text"])
-        return STANCE_PHRASE[self.stance or ""]
-
-
-@dataclass
-class Tension:
-    """Two claims from different papers about the same subject and the same finding, in conflict."""
-
-    evidence: str  # "numeric" | "stance"
-    subject: str
-    subject_kind: str
-    key: tuple[str, ...]
-    a: Finding
-    b: Finding
-    paper_a: PaperClaims
-    paper_b: PaperClaims
-    sigma: float | None = None
-    score: float = 0.0
-    components: dict[str, float] = field(default_factory=dict)
-    kind: str = "observational_tension"
-
-    @property
-    def ids(self) -> list[str]:
-        return [self.paper_a.record.id, self.paper_b.record.id]
-
-    @property
-    def topic(self) -> str:
-        """The property (numeric) or the feature (stance) the two claims disagree on."""
-        return self.key[1]
 
 
 # --------------------------------------------------------------------------- findings
@@ -171,6 +149,8 @@ def findings(claim: Claim, paper: PaperClaims) -> list[Finding]:
             continue
         if q["property"] == "Hubble constant" and not 40 <= q["value"] <= 110:
             continue  # h = 0.7, or another parameter named next to H0
+        if q["property"] in GLOBAL_PROPERTIES and MODEL_CONDITIONED.search(claim.text):
+            continue  # a prior taken as input, or a fit within a model built to move the value: not a measurement
         key: tuple[str, ...] = ("quantity", str(q["property"]), unit)
         if q["property"] in GLOBAL_PROPERTIES:
             if unit and not str(q["text"]).endswith(unit):
@@ -184,22 +164,37 @@ def findings(claim: Claim, paper: PaperClaims) -> list[Finding]:
     return out
 
 
+TERM_KINDS = {
+    "instruments": "data set",
+    "methods": "method",
+    "properties": "quantity",
+    "molecules": "molecule",
+    "phenomena": "phenomenon",
+    "systematics": "systematic",
+}
+
+
 def build_graph(papers: list[PaperClaims]):
-    """The evidence graph: paper -makes-> claim -about-> subject, claim -states-> finding (edge data: the finding)."""
+    """The evidence graph over the past corpus: paper -makes-> claim (every claim sentence, with its provenance);
+    claim -about-> subject (its one catalogued object or parameter); claim -names-> term (a data set, method,
+    quantity, molecule, phenomenon or systematic of the lexicon); claim -states-> finding (edge data: the
+    :class:`Finding`). The typed tensions are added as claim -> claim (or claim -> data set) edges by
+    :func:`add_tensions`."""
     import networkx as nx
 
     graph = nx.MultiDiGraph()
     for paper in papers:
         pid = ("paper", paper.record.id)
-        graph.add_node(pid, kind="paper", paper=paper)
+        graph.add_node(pid, kind="paper", paper=paper, date=paper.record.published.isoformat())
         for claim in paper.claims:
-            found = findings(claim, paper)
-            if not found:
-                continue
             cid = ("claim", claim.claim_id)
             graph.add_node(cid, kind="claim", claim=claim)
             graph.add_edge(pid, cid, rel="makes")
-            for f in found:
+            for attr, kind in TERM_KINDS.items():
+                for term in getattr(claim.detected, attr):
+                    graph.add_node(("term", term), kind=kind)
+                    graph.add_edge(cid, ("term", term), rel="names")
+            for f in findings(claim, paper):
                 subject = ("subject", f.subject)
                 node = ("finding", f.subject, *f.key)
                 graph.add_node(subject, kind=f.subject_kind)
@@ -207,6 +202,29 @@ def build_graph(papers: list[PaperClaims]):
                 graph.add_edge(cid, subject, rel="about")
                 graph.add_edge(cid, node, rel="states", finding=f)
     return graph
+
+
+def add_tensions(graph, observational: list[Tension], others: list[ClaimTension]) -> None:
+    """The typed tensions as edges: the later claim -> the earlier claim it conflicts with, challenges or
+    qualifies; a single-dataset conclusion as claim -> its one data set."""
+    for t in observational:
+        graph.add_edge(("claim", t.b.claim.claim_id), ("claim", t.a.claim.claim_id), rel=t.kind)
+    for c in others:
+        if c.b is not None:
+            graph.add_edge(("claim", c.b.claim_id), ("claim", c.a.claim_id), rel=c.kind)
+        else:
+            graph.add_edge(("claim", c.a.claim_id), ("term", c.node), rel=c.kind)
+
+
+def graph_counts(graph) -> dict[str, dict[str, int]]:
+    """Nodes by kind and edges by relation, each sorted by name."""
+    nodes: defaultdict[str, int] = defaultdict(int)
+    edges: defaultdict[str, int] = defaultdict(int)
+    for _, data in graph.nodes(data=True):
+        nodes[data.get("kind", "?")] += 1
+    for _, _, data in graph.edges(data=True):
+        edges[data.get("rel", "?")] += 1
+    return {"nodes": dict(sorted(nodes.items())), "edges": dict(sorted(edges.items()))}
 
 
 # --------------------------------------------------------------------------- tensions
@@ -235,9 +253,10 @@ def _disjoint_authors(a: PaperClaims, b: PaperClaims) -> bool:
     return not ({x.strip().lower() for x in a.record.authors} & {x.strip().lower() for x in b.record.authors})
 
 
-def find_tensions(papers: list[PaperClaims], cutoff: dt.date) -> list[Tension]:
-    """Every real tension in the graph (two papers, one subject, one finding, conflicting), scored, unsorted."""
-    graph = build_graph(papers)
+def find_tensions(papers: list[PaperClaims], cutoff: dt.date, graph=None) -> list[Tension]:
+    """Every observational tension in the graph (two papers, one subject, one finding, conflicting), scored,
+    unsorted. ``graph``: :func:`build_graph` of ``papers``, when already built."""
+    graph = build_graph(papers) if graph is None else graph
     by_id = {p.record.id: p for p in papers}
     stated: dict[tuple, list[Finding]] = defaultdict(list)
     for node, data in graph.nodes(data=True):
@@ -317,150 +336,89 @@ def _score(t: Tension, n_papers_subject: int, groups: int, cutoff: dt.date, span
     t.score = round(sum(WEIGHTS[k] * v for k, v in t.components.items()), 6)
 
 
-# --------------------------------------------------------------------------- questions
-
-NUMERIC_TEMPLATES = (
-    "Does an independent measurement of {np} agree with {va} or with {vb}, the two conflicting published values "
-    "({gap})?",
-    "Is {np} {va}, as one study reports, or {vb}, as a later study reports ({gap}), when it is measured again "
-    "with independent data?",
-    "Will an independent determination of {np} resolve the conflict between the published values {va} and {vb} "
-    "({gap}) in favour of one of them?",
-)
-STANCE_TEMPLATES = (
-    "Does a deeper, independent observation of {subject} detect {feature}, which an earlier study reports "
-    "{first} in {subject} and a later one {second}?",
-    "Is {feature} present in {subject}, given that one study reports it {first} and a later one {second}, "
-    "when {subject} is observed again with independent, more sensitive data?",
-    "Will an independent observation of {subject} sensitive to {feature} settle whether it is present, after one "
-    "study reported it {first} and a later one {second}?",
-)
-TEMPLATES = {"numeric": NUMERIC_TEMPLATES, "stance": STANCE_TEMPLATES}
-
-
-def noun_phrase(t: Tension) -> str:
-    """The quantity of the subject: "the mass of GW231123", or "the Hubble constant" for a parameter."""
-    if t.subject_kind == "parameter":
-        return PARAMETER_PHRASE.get(t.topic, f"the {t.topic}")
-    return f"the {t.topic} of {t.subject}"
-
-
-def gap_phrase(t: Tension) -> str:
-    """How far apart the two values are: "3.3 sigma apart", or "a factor of 2.4 apart" without uncertainties."""
-    if t.sigma is not None:
-        return f"{t.sigma:.1f} sigma apart"
-    va, vb = (abs(float(f.value["value"])) if f.value else 1.0 for f in (t.a, t.b))
-    return f"a factor of {max(va, vb) / min(va, vb):.1f} apart"
-
-
-def _upper(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def realise(t: Tension, rng: random.Random) -> str:
-    """One self-contained question for tension ``t`` (template choice seeded): the subject, the quantity
-    or feature, both findings in brief and the decisive test."""
-    options = TEMPLATES[t.evidence]
-    template = options[rng.randrange(len(options))]
-    return template.format(
-        np=noun_phrase(t),
-        va=t.a.shown,
-        vb=t.b.shown,
-        gap=gap_phrase(t),
-        feature=t.topic,
-        subject=t.subject,
-        first=t.a.shown,
-        second=t.b.shown,
-    )
-
-
-def contract(t: Tension) -> dict[str, str]:
-    """The six-field falsifiable contract of a tension (both findings named, the decisive test stated)."""
-    ida, idb = t.ids
-    if t.evidence == "numeric":
-        np_ = noun_phrase(t)
-        assert t.a.value is not None and t.b.value is not None
-        gap = abs(t.a.value["value"] - t.b.value["value"])
-        unit = f" {t.a.value['unit']}" if t.a.value["unit"] else ""
-        return {
-            "literature_gap": f"{ida} reports {np_} = {t.a.shown}; {idb} reports {t.b.shown}; the two values are "
-            f"{gap_phrase(t)}, so at most one of them is right.",
-            "hypothesis": f"{_upper(np_)} is consistent with the later value, {t.b.shown}.",
-            "minimal_test": f"One new determination of {np_}, from data or a method independent of both studies, "
-            f"with an uncertainty below {gap / 2:.3g}{unit}.",
-            "decisive_metric": f"The distance, in units of its combined uncertainty, of the new value of {np_} "
-            f"from {t.a.shown} and from {t.b.shown}.",
-            "supporting_result": f"The new value lies within 2 sigma of {t.b.shown} and more than 2 sigma from "
-            f"{t.a.shown}.",
-            "falsifying_result": f"The new value lies within 2 sigma of {t.a.shown} and more than 2 sigma from "
-            f"{t.b.shown}.",
-        }
-    return {
-        "literature_gap": f"{ida} reports {t.topic} {t.a.shown} in {t.subject}; {idb} reports it {t.b.shown}.",
-        "hypothesis": f"{_upper(t.topic)} is present in {t.subject}.",
-        "minimal_test": f"An independent observation of {t.subject} at least as sensitive to {t.topic} as the "
-        "study that did not detect it.",
-        "decisive_metric": f"The detection significance of {t.topic} in {t.subject} in the new data.",
-        "supporting_result": f"{_upper(t.topic)} is detected in {t.subject} at 3 sigma or more in independent data.",
-        "falsifying_result": f"No {t.topic} is detected in {t.subject} above 3 sigma at a sensitivity that would "
-        "have detected the reported signal.",
+def score_claim_tension(t: ClaimTension, papers_naming: int, most: int, cutoff: dt.date, span: int) -> None:
+    """The ranking score of a claim tension in [0, 1], with the observational tensions' weights:
+    checkability (the type's evidence weight, plus up to 0.1 for how close the two sentences are), centrality in
+    place of specificity (``log(1 + papers naming its node) / log(1 + most papers naming any node)``: a tension
+    about a node many papers rest on matters more), independence (1 for two author-disjoint papers, 0.5 for one
+    paper) and recency (of the later claim)."""
+    later = t.paper_b or t.paper_a
+    sim = t.similarity or 0.0
+    evidence = min(1.0, EVIDENCE_WEIGHT[t.kind] + 0.1 * min(1.0, sim / 0.5))
+    centrality = math.log1p(papers_naming) / math.log1p(most) if most > 0 else 0.0
+    t.components = {
+        "specificity": round(centrality, 4),
+        "independence": 1.0 if t.paper_b else 0.5,
+        "recency": round(max(0.0, 1 - (cutoff - later.record.published).days / span), 4),
+        "evidence": round(evidence, 4),
     }
+    t.score = round(sum(WEIGHTS[k] * v for k, v in t.components.items()), 6)
 
 
-def to_draft(t: Tension, question: str) -> Draft:
-    """The draft for a tension: both papers as evidence, the subject, the two claims, the contract and the score."""
-    objects = [t.subject] if t.subject_kind == "object" else []
-    objects += [o for o in dict.fromkeys(t.a.claim.detected.objects + t.b.claim.detected.objects) if o not in objects]
-    return Draft(
-        question=question,
-        source_evidence_ids=t.ids,
-        objects=objects or [t.subject],
-        signal_type=t.kind,
-        premise=(
-            f"{t.paper_a.record.id}: {claim_clause(t.a.claim.text, 300)} / "
-            f"{t.paper_b.record.id}: {claim_clause(t.b.claim.text, 300)}"
-        ),
-        extra={
-            **contract(t),
-            "tension": {
-                "subject": t.subject,
-                "subject_kind": t.subject_kind,
-                "topic": t.topic,
-                "key": list(t.key),
-                "evidence": t.evidence,
-                "claims": [t.a.claim.claim_id, t.b.claim.claim_id],
-                "findings": [t.a.shown, t.b.shown],
-                **({"sigma": t.sigma} if t.sigma is not None else {}),
-                "score": t.score,
-                "components": t.components,
-            },
-        },
-    )
+def balance_types(chosen: list[Draft], share: float) -> list[Draft]:
+    """``chosen`` (best first) without the lowest-ranked questions of any tension type above ``share`` of the
+    set; the set shrinks until no type is above it (a set of one type alone keeps nothing)."""
+    kept = list(chosen)
+    while kept:
+        counts: defaultdict[str, int] = defaultdict(int)
+        for d in kept:
+            counts[d.signal_type or ""] += 1
+        top, n_top = max(sorted(counts.items()), key=lambda x: x[1])
+        if n_top <= share * len(kept):
+            return kept
+        drop = max(i for i, d in enumerate(kept) if d.signal_type == top)
+        kept.pop(drop)
+    return kept
 
 
 class EvidenceGraph:
-    """Claims -> subjects and findings -> real cross-paper tensions -> ranked, self-contained questions."""
+    """Claims -> the evidence graph -> typed cross-paper tensions -> ranked, self-contained questions."""
 
     name = "evidence_graph"
-    version = "2"
+    version = "3"
 
     def system_name(self, ctx: GenerationContext) -> str:
         """``evidence_graph``, or ``evidence_graph_llm`` with the LLM verbalizer."""
         return "evidence_graph_llm" if ctx.options.get("verbalizer") == "llm" else "evidence_graph"
 
-    def generate(self, ctx: GenerationContext) -> GenerationResult:
-        """Find, score and select real tensions; phrase them with templates (or an LLM); emit fewer when
-        the corpus holds fewer than ``ctx.n``."""
+    def tensions(self, ctx: GenerationContext):
+        """The graph, with every typed tension of the past corpus as an edge, and the drafts (best first)."""
         papers = analyse_corpus(ctx.past)
-        tensions = find_tensions(papers, ctx.cutoff)
+        types = tuple(ctx.options.get("tension_types") or DEFAULT_TYPES)
+        graph = build_graph(papers)
+        observational = find_tensions(papers, ctx.cutoff, graph) if "observational_tension" in types else []
+        others, _ = claim_tensions(papers)
+        others = [t for t in others if t.kind in types]
+        add_tensions(graph, observational, others)
+        naming: defaultdict[str, set[str]] = defaultdict(set)
+        for p in papers:
+            for attr in ("objects", *TERM_KINDS):
+                for term in getattr(p.detected, attr):
+                    naming[term].add(p.record.id)
+        most = max((len(v) for v in naming.values()), default=0)
+        span = max(1, (ctx.cutoff - min((p.record.published for p in papers), default=ctx.cutoff)).days)
+        for t in others:
+            score_claim_tension(t, len(naming.get(t.node, ())), most, ctx.cutoff, span)
         rng = random.Random(ctx.seed)
-        tiebreak = {id(t): rng.random() for t in tensions}
-        tensions.sort(key=lambda t: (-t.score, -(t.sigma or 0.0), tiebreak[id(t)]))
-        drafts = [to_draft(t, realise(t, rng)) for t in tensions]
-        drafts = [d for d in drafts if reads_clearly(d.question)]
+        ranked: list[tuple[float, float, float, Draft]] = []
+        for o in observational:
+            ranked.append((o.score, o.sigma or 0.0, rng.random(), to_draft(o, realise(o, rng))))
+        for c in others:
+            ranked.append((c.score, 0.0, rng.random(), claim_draft(c)))
+        ranked.sort(key=lambda x: (-x[0], -x[1], x[2]))
+        drafts = [d for *_, d in ranked if reads_clearly(d.question)]
+        return papers, graph, observational, others, drafts
+
+    def generate(self, ctx: GenerationContext) -> GenerationResult:
+        """Find, score and select the typed tensions; phrase them with templates (or an LLM); emit fewer when the
+        corpus holds fewer than ``ctx.n``; no type above :data:`MAX_TYPE_SHARE` of the set."""
+        papers, graph, observational, others, drafts = self.tensions(ctx)
+        cap = max(1, math.floor(MAX_TYPE_SHARE * ctx.n))
 
         def accept(draft: Draft, kept: list[Draft]) -> bool:
             t = draft.extra["tension"]
+            if sum(1 for k in kept if k.signal_type == draft.signal_type) >= cap:
+                return False
             same = [
                 k
                 for k in kept
@@ -475,29 +433,44 @@ class EvidenceGraph:
                     return False
             return True
 
-        if not drafts:
-            raise NothingToAsk(
-                f"evidence_graph: the past corpus of {ctx.instance.instance_id} holds no real tension (two papers, "
-                "one subject, one quantity or feature, conflicting values or stances); nothing written"
-            )
         chosen = select_diverse(drafts, ctx.n, accept=accept, embedding=True, cache_dir=ctx.cache_dir)
+        if len(set(ctx.options.get("tension_types") or DEFAULT_TYPES)) > 1:
+            chosen = balance_types(chosen, MAX_TYPE_SHARE)
+        if not chosen:
+            kinds = sorted({d.signal_type or "" for d in drafts})
+            raise NothingToAsk(
+                f"evidence_graph: the past corpus of {ctx.instance.instance_id} holds no typed tension that reads "
+                "as a question; nothing written"
+                if not drafts
+                else f"evidence_graph: the past corpus of {ctx.instance.instance_id} holds {len(drafts)} typed "
+                f"tensions that read as questions, all {'/'.join(kinds)}: a set needs two types, none above "
+                f"{MAX_TYPE_SHARE:.0%}; nothing written"
+            )
         llm_components = None
         if ctx.options.get("verbalizer") == "llm":
             from backtest.generators.verbalize import verbalize_with_llm
 
             chosen, llm_components = verbalize_with_llm(chosen, ctx)
-        counts: defaultdict[str, int] = defaultdict(int)
+        found: defaultdict[str, int] = defaultdict(int)
+        for t in [*observational, *others]:
+            found[t.kind] += 1
+        by_type: defaultdict[str, int] = defaultdict(int)
         for d in chosen:
-            counts[d.extra["tension"]["evidence"]] += 1
+            by_type[d.signal_type or ""] += 1
+        counts = graph_counts(graph)
+        if ctx.options.get("explain"):
+            write_explain(ctx.options["explain"], ctx, counts, dict(found), chosen)
         description = (
-            "Evidence graph: provenance-carrying claim sentences from past abstracts, the one catalogued object "
-            "(or cosmological parameter) each is about and what it states (a value with its uncertainty, or "
-            "a detection or non-detection), a networkx graph of papers, claims, subjects and findings, and "
-            "real cross-paper tensions (two papers, one subject, one quantity or feature, conflicting values or "
-            "stances) ranked by specificity, independent sources, recency and evidence, phrased as "
-            "self-contained questions with a falsifiable contract "
+            "Evidence graph: provenance-carrying claim sentences from past abstracts, a networkx graph of papers, "
+            "claims, subjects, findings and lexicon terms (data sets, methods, quantities, molecules, phenomena, "
+            "systematics), and typed tensions between claims (observational tensions, methodological challenges, "
+            "single-dataset conclusions, independent qualifications; each with a checkable condition), ranked by "
+            "checkability, centrality, independent sources and recency, phrased as self-contained questions with "
+            "a falsifiable contract "
             + ("by a language model." if llm_components else "from templates.")
-            + f" {len(chosen)} of {ctx.n} requested: the past corpus holds {len(tensions)} real tensions."
+            + f" {len(chosen)} of {ctx.n} requested: the past corpus holds "
+            + ", ".join(f"{v} {k.replace('_', ' ')}s" for k, v in sorted(found.items()))
+            + "."
         )
         return GenerationResult(
             drafts=chosen,
@@ -506,9 +479,60 @@ class EvidenceGraph:
             notes={
                 "papers": len(papers),
                 "requested": ctx.n,
-                "tensions_found": len(tensions),
+                "tensions_found": sum(found.values()),
+                "found_by_type": dict(sorted(found.items())),
                 "emitted": len(chosen),
+                "emitted_by_type": dict(sorted(by_type.items())),
                 "shortfall": max(0, ctx.n - len(chosen)),
-                "evidence": dict(sorted(counts.items())),
+                "graph": counts,
             },
         )
+
+
+def write_explain(path, ctx: GenerationContext, counts: dict, found: dict[str, int], chosen: list[Draft]) -> None:
+    """``--explain OUT``: the graph's counts by node and edge type, the tensions found by type, and for each question
+    the claims it pairs (their sentences) and why they were paired; Markdown (``OUT``) and JSON (``OUT.json``)."""
+    import json
+    from pathlib import Path
+
+    from backtest.core.fileio import atomic_write_text
+
+    out = Path(path)
+    by_claim = {c.claim_id: (p, c) for p in analyse_corpus(ctx.past) for c in p.claims}
+    items: list[dict[str, Any]] = []
+    for i, d in enumerate(chosen, 1):
+        t = d.extra["tension"]
+        claims = [
+            {"claim": cid, "date": by_claim[cid][0].record.published.isoformat(), "sentence": by_claim[cid][1].text}
+            for cid in t["claims"]
+            if cid in by_claim
+        ]
+        why = t.get("why") or observational_why(t)
+        items.append({"n": i, "type": d.signal_type, "question": d.question, "claims": claims, "why": why})
+    report = {
+        "instance": ctx.instance.instance_id,
+        "graph": counts,
+        "tensions_found": dict(sorted(found.items())),
+        "questions": items,
+    }
+    lines = [f"# evidence_graph on {ctx.instance.instance_id}: the graph and why each question was asked", ""]
+    lines += ["| node kind | count |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in counts["nodes"].items()]
+    lines += ["", "| edge type | count |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in counts["edges"].items()]
+    lines += ["", "| tension type | found | asked |", "|---|---:|---:|"]
+    asked: defaultdict[str, int] = defaultdict(int)
+    for item in items:
+        asked[item["type"]] += 1
+    lines += [f"| {k} | {v} | {asked.get(k, 0)} |" for k, v in sorted(found.items())]
+    for item in items:
+        lines += ["", f"## {item['n']}. {item['type']}", "", item["question"], ""]
+        lines += [f"- `{c['claim']}` ({c['date']}): {c['sentence']}" for c in item["claims"]]
+        lines += [f"- why: {item['why']}"]
+    atomic_write_text(out, "\n".join(lines) + "\n")
+    atomic_write_text(out.with_name(out.name + ".json"), json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+
+
+def observational_why(t: dict) -> str:
+    """Why two claims form an observational tension, from the question's tension record."""
+    a, b = t["findings"]
+    gap = f", {t['sigma']} sigma apart" if "sigma" in t else ""
+    return f"both state {' '.join(t['key'][1:])} of {t['subject']}: {a} vs {b}{gap}"

@@ -216,7 +216,7 @@ def build_submission(
             "instance_seal": ctx.instance.seal,
             "seed": ctx.seed,
             "generated_at_meaning": generated_at_meaning,
-            "generator_options": {k: v for k, v in sorted(ctx.options.items()) if v is not None},
+            "generator_options": {k: v for k, v in sorted(ctx.options.items()) if v is not None and k != "explain"},
             "generator_notes": result.notes or None,
         }
     )

@@ -1,0 +1,159 @@
+"""Careful reading of evidence_graph's typed tensions (issue 31): export blinded items, then compute the rates.
+
+    python scripts/evidence_graph_reading.py items judges/validation/evidence-graph-v1 --n 40 --seed 0
+    python scripts/evidence_graph_reading.py results judges/validation/evidence-graph-v1
+
+``items`` draws, per instance, a simple random sample (``random.Random(seed)``) of at most ``--n`` of every
+tension the generator finds there and can phrase (before selection, so the rates describe the types, not one
+set), and writes ``items.jsonl`` (shuffled, opaque ids: what the readers see: the type and its definition, the
+question, the claim sentences with their papers and dates, the check the generator made) and ``key.json`` (item
+-> instance). ``results`` reads ``labels/pass-a.jsonl``, ``labels/pass-b.jsonl`` and ``adjudication.jsonl`` and
+writes ``results.json`` and ``results.md``: per instance and type, the share intelligible and the share real
+(adjudicated), and Cohen's kappa between the passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+
+INSTANCES = ("astro-2025", "space-2016", "astro-ph-live-2026")
+DEFINITIONS = {
+    "observational_tension": "Two papers report conflicting values (more than 2 sigma apart) or stances (detected "
+    "vs not detected) on the same quantity or feature of the same subject.",
+    "methodological_challenge": "A later paper questions (a bias, an over- or underestimate, a systematic error, "
+    "contamination, model dependence...) a method, instrument, calibration or assumption that an earlier "
+    "paper's claim rests on.",
+    "single_dataset_conclusion": "A conclusion drawn from one data set, instrument or sample, that no other past "
+    "paper tested independently (the generator searched the past corpus for a restatement with other data and "
+    "found none; readers take that search as given and judge the rest).",
+    "independent_qualification": "A later paper, by other authors, limits the scope of, or adds a condition to, "
+    "an earlier paper's claim.",
+}
+
+
+def export_items(out: Path, n: int, seed: int) -> None:
+    from backtest.core.fileio import write_json, write_jsonl
+    from backtest.core.workspace import Workspace
+    from backtest.corpus.instance import load_instance, open_past_corpus
+    from backtest.generators.evidence_graph import EvidenceGraph
+    from backtest.generators.protocol import GenerationContext
+
+    ws = Workspace.from_env(".")
+    items, key = [], {}
+    for instance_id in INSTANCES:
+        instance = load_instance(instance_id, ws)
+        ctx = GenerationContext(instance=instance, past=open_past_corpus(instance, ws), seed=seed)
+        papers, _, _, _, drafts = EvidenceGraph().tensions(ctx)
+        by_claim = {c.claim_id: (p, c) for p in papers for c in p.claims}
+        rng = random.Random(seed)
+        drawn = rng.sample(drafts, min(n, len(drafts)))
+        print(f"{instance_id}: {len(drafts)} tensions phrased, {len(drawn)} drawn")
+        for d in drawn:
+            t = d.extra["tension"]
+            claims = [
+                {
+                    "paper": cid.split("#")[0],
+                    "date": by_claim[cid][0].record.published.isoformat(),
+                    "title": by_claim[cid][0].record.title,
+                    "sentence": by_claim[cid][1].text,
+                }
+                for cid in t["claims"]
+            ]
+            items.append(
+                {
+                    "type": d.signal_type,
+                    "definition": DEFINITIONS[d.signal_type or ""],
+                    "question": d.question,
+                    "claims": claims,
+                    "check": t.get("why", ""),
+                    "_instance": instance_id,
+                }
+            )
+    random.Random(seed + 20261203).shuffle(items)
+    rows = []
+    for i, item in enumerate(items, 1):
+        item_id = f"eg-{i:03d}"
+        key[item_id] = {"instance": item.pop("_instance"), "type": item["type"]}
+        rows.append({"id": item_id, **item})
+    write_jsonl(out / "items.jsonl", rows)
+    write_json(out / "key.json", key)
+
+
+def _read(path: Path) -> dict[str, dict]:
+    return {row["id"]: row for row in (json.loads(line) for line in path.read_text().splitlines() if line.strip())}
+
+
+def results(folder: Path) -> None:
+    from scipy.stats import binomtest
+    from sklearn.metrics import cohen_kappa_score
+
+    from backtest.core.fileio import atomic_write_text, write_json
+
+    key = json.loads((folder / "key.json").read_text())
+    a = _read(folder / "labels" / "pass-a.jsonl")
+    b = _read(folder / "labels" / "pass-b.jsonl")
+    adjudicated = _read(folder / "adjudication.jsonl") if (folder / "adjudication.jsonl").exists() else {}
+    final = {}
+    for item_id in key:
+        final[item_id] = adjudicated.get(item_id) or a[item_id]
+        if item_id not in adjudicated and any(a[item_id][f] != b[item_id][f] for f in ("intelligible", "real")):
+            raise SystemExit(f"{item_id}: the passes differ and there is no adjudication")
+    out: dict = {"kappa": {}, "rates": []}
+    for field in ("intelligible", "real"):
+        ys = [(a[i][field], b[i][field]) for i in sorted(key)]
+        same = sum(x == y for x, y in ys)
+        kappa = cohen_kappa_score([x for x, _ in ys], [y for _, y in ys]) if len({*ys}) > 1 else 1.0
+        out["kappa"][field] = {"kappa": round(float(kappa), 3), "agreement": f"{same}/{len(ys)}"}
+    groups: defaultdict[tuple[str, str], list[str]] = defaultdict(list)
+    for item_id, k in key.items():
+        groups[(k["instance"], k["type"])].append(item_id)
+        groups[("all", k["type"])].append(item_id)
+    for (instance, kind), ids in sorted(groups.items()):
+        row = {"instance": instance, "type": kind, "n": len(ids)}
+        for field in ("intelligible", "real"):
+            hits = sum(bool(final[i][field]) for i in ids)
+            ci = binomtest(hits, len(ids)).proportion_ci(method="exact")
+            row[field] = {"k": hits, "share": round(hits / len(ids), 3), "ci95": [round(ci.low, 3), round(ci.high, 3)]}
+        out["rates"].append(row)
+    write_json(folder / "results.json", out)
+    lines = [
+        "| instance | type | n | intelligible [95%] | real [95%] |",
+        "|---|---|---:|---|---|",
+    ]
+    for r in out["rates"]:
+        cells = [
+            f"{r[f]['share']:.0%} ({r[f]['k']}/{r['n']}) [{r[f]['ci95'][0]:.0%}, {r[f]['ci95'][1]:.0%}]"
+            for f in ("intelligible", "real")
+        ]
+        lines.append(f"| {r['instance']} | {r['type']} | {r['n']} | {cells[0]} | {cells[1]} |")
+    lines += [
+        "",
+        "Agreement between the passes: "
+        + "; ".join(f"{f} {v['agreement']} (kappa {v['kappa']})" for f, v in out["kappa"].items()),
+    ]
+    atomic_write_text(folder / "results.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    items = sub.add_parser("items")
+    items.add_argument("out", type=Path)
+    items.add_argument("--n", type=int, default=40)
+    items.add_argument("--seed", type=int, default=0)
+    res = sub.add_parser("results")
+    res.add_argument("folder", type=Path)
+    args = parser.parse_args()
+    if args.cmd == "items":
+        export_items(args.out, args.n, args.seed)
+    else:
+        results(args.folder)
+
+
+if __name__ == "__main__":
+    main()
