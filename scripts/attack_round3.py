@@ -334,32 +334,18 @@ def markdown_injection() -> list[Trial]:
     import markdown
 
     from backtest.analysis.validation.annotate import render_item
-    from backtest.analysis.validation.items import AnnotationItem, ShownDocument
-    from backtest.core.records import Question
-    from tests.test_reliability_round3 import HOSTILE
+    from tests.test_reliability_round3 import HOSTILE, hostile_item
 
     out = []
     for n, hostile in enumerate(HOSTILE):
         for field in ("question", "premise", "title", "abstract"):
-            question = Question(
-                question_id="item001",
-                question=(hostile if field == "question" else "A plain question") + "?",
-                domain="d",
-                cutoff_date="2025-10-31",
-                generated_at="2025-10-31",
-                generation_system="blinded",
-                source_evidence_ids=["p1"],
-                rank=1,
-                frozen=True,
-                premise=hostile if field == "premise" else "A plain premise.",
+            item = hostile_item(
+                (hostile if field == "question" else "A plain question") + "?",
+                hostile if field == "premise" else "A plain premise.",
+                hostile if field == "title" else "A title",
+                hostile if field == "abstract" else "An abstract.",
             )
-            doc = ShownDocument(
-                id="2601.00001",
-                title=hostile if field == "title" else "A title",
-                abstract=hostile if field == "abstract" else "An abstract.",
-                published=dt.date(2026, 1, 1),
-            )
-            html = markdown.markdown(render_item(AnnotationItem(item_id="item001", question=question, documents=[doc])))
+            html = markdown.markdown(render_item(item))
             live = live_markup(html)
             out.append(trial("Markdown injection", f"hostile string {n} in the {field}", not live, str(live)))
     return out

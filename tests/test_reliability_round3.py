@@ -60,6 +60,28 @@ def _no_script_ran(html_path: Path, tmp_path: Path) -> str:
     return done.stdout
 
 
+def hostile_item(question: str, premise: str, title: str, abstract: str):
+    """An annotation item whose user-supplied fields (question, premise, one document's title and abstract) are
+    the given texts, as an export would build it."""
+    from backtest.analysis.validation.items import AnnotationItem, ShownDocument
+    from backtest.core.records import Question
+
+    shown = Question(
+        question_id="item001",
+        question=question,
+        domain="d",
+        cutoff_date="2025-10-31",
+        generated_at="2025-10-31",
+        generation_system="blinded",
+        source_evidence_ids=["p1"],
+        rank=1,
+        frozen=True,
+        premise=premise,
+    )
+    doc = ShownDocument(id="2601.00001", title=title, abstract=abstract, published=dt.date(2026, 1, 1))
+    return AnnotationItem(item_id="item001", question=shown, documents=[doc])
+
+
 @pytest.mark.slow
 def test_markdown_outputs_render_no_injected_html(tmp_path, capsys):
     """A question, a premise and a document title holding script, table-breaking HTML, an SVG handler and a
@@ -68,28 +90,8 @@ def test_markdown_outputs_render_no_injected_html(tmp_path, capsys):
     import markdown
 
     from backtest.analysis.validation.annotate import render_item
-    from backtest.analysis.validation.items import AnnotationItem, ShownDocument
-    from backtest.core.records import Question
 
-    question = Question(
-        question_id="item001",
-        question=" ".join(HOSTILE) + "?",
-        domain="d",
-        cutoff_date="2025-10-31",
-        generated_at="2025-10-31",
-        generation_system="blinded",
-        source_evidence_ids=["p1"],
-        rank=1,
-        frozen=True,
-        premise=HOSTILE[3],
-    )
-    item = AnnotationItem(
-        item_id="item001",
-        question=question,
-        documents=[
-            ShownDocument(id="2601.00001", title=HOSTILE[0], abstract=HOSTILE[1], published=dt.date(2026, 1, 1))
-        ],
-    )
+    item = hostile_item(" ".join(HOSTILE) + "?", HOSTILE[3], HOSTILE[0], HOSTILE[1])
     page = tmp_path / "items.html"
     page.write_text(
         "<html><head><title>safe</title></head><body>" + markdown.markdown(render_item(item)) + "</body></html>"
