@@ -74,7 +74,7 @@ from backtest.generators.protocol import Draft, GenerationContext, GenerationRes
 from backtest.generators.select import select_diverse
 from backtest.generators.tension_questions import claim_draft, realise, to_draft
 from backtest.generators.tensions import TYPES as CLAIM_TENSION_TYPES
-from backtest.generators.tensions import ClaimTension, Finding, Tension, claim_tensions
+from backtest.generators.tensions import ClaimTension, Finding, Tension, claim_tensions, disjoint_authors
 from backtest.generators.wording import reads_clearly
 
 TENSION_TYPES = ("observational_tension", *CLAIM_TENSION_TYPES)
@@ -251,10 +251,6 @@ def conflict(a: Finding, b: Finding) -> tuple[str, float | None] | None:
     return None
 
 
-def _disjoint_authors(a: PaperClaims, b: PaperClaims) -> bool:
-    return not ({x.strip().lower() for x in a.record.authors} & {x.strip().lower() for x in b.record.authors})
-
-
 def find_tensions(papers: list[PaperClaims], cutoff: dt.date, graph=None) -> list[Tension]:
     """Every observational tension in the graph (two papers, one subject, one finding, conflicting), scored,
     unsorted. ``graph``: :func:`build_graph` of ``papers``, when already built."""
@@ -326,7 +322,7 @@ def _author_groups(papers: list[PaperClaims]) -> int:
 
 def _score(t: Tension, n_papers_subject: int, groups: int, cutoff: dt.date, span: int) -> None:
     specificity = SUBJECT_WEIGHT[t.subject_kind] / math.sqrt(1 + n_papers_subject / 25)
-    independence = min(1.0, (groups - 1) / 3) * (1.0 if _disjoint_authors(t.paper_a, t.paper_b) else 0.5)
+    independence = min(1.0, (groups - 1) / 3) * (1.0 if disjoint_authors(t.paper_a, t.paper_b) else 0.5)
     recency = max(0.0, 1 - (cutoff - t.paper_b.record.published).days / span)
     evidence = EVIDENCE_WEIGHT[t.evidence]
     t.components = {
@@ -389,7 +385,7 @@ class EvidenceGraph:
         types = tuple(ctx.options.get("tension_types") or DEFAULT_TYPES)
         graph = build_graph(papers)
         observational = find_tensions(papers, ctx.cutoff, graph) if "observational_tension" in types else []
-        others, _ = claim_tensions(papers)
+        others = claim_tensions(papers)
         others = [t for t in others if t.kind in types]
         add_tensions(graph, observational, others)
         naming: defaultdict[str, set[str]] = defaultdict(set)
@@ -461,7 +457,7 @@ class EvidenceGraph:
             by_type[d.signal_type or ""] += 1
         counts = graph_counts(graph)
         if ctx.options.get("explain"):
-            write_explain(ctx.options["explain"], ctx, counts, dict(found), chosen)
+            write_explain(ctx.options["explain"], ctx.instance.instance_id, papers, counts, dict(found), chosen)
         description = (
             "Evidence graph: provenance-carrying claim sentences from past abstracts, a networkx graph of papers, "
             "claims, subjects, findings and lexicon terms (data sets, methods, quantities, molecules, phenomena, "
@@ -491,7 +487,9 @@ class EvidenceGraph:
         )
 
 
-def write_explain(path, ctx: GenerationContext, counts: dict, found: dict[str, int], chosen: list[Draft]) -> None:
+def write_explain(
+    path, instance_id: str, papers: list[PaperClaims], counts: dict, found: dict[str, int], chosen: list[Draft]
+) -> None:
     """``--explain OUT``: the graph's counts by node and edge type, the tensions found by type, and for each question
     the claims it pairs (their sentences) and why they were paired; Markdown (``OUT``) and JSON (``OUT.json``)."""
     import json
@@ -500,7 +498,7 @@ def write_explain(path, ctx: GenerationContext, counts: dict, found: dict[str, i
     from backtest.core.fileio import atomic_write_text
 
     out = Path(path)
-    by_claim = {c.claim_id: (p, c) for p in analyse_corpus(ctx.past) for c in p.claims}
+    by_claim = {c.claim_id: (p, c) for p in papers for c in p.claims}
     items: list[dict[str, Any]] = []
     for i, d in enumerate(chosen, 1):
         t = d.extra["tension"]
@@ -512,12 +510,12 @@ def write_explain(path, ctx: GenerationContext, counts: dict, found: dict[str, i
         why = t.get("why") or observational_why(t)
         items.append({"n": i, "type": d.signal_type, "question": d.question, "claims": claims, "why": why})
     report = {
-        "instance": ctx.instance.instance_id,
+        "instance": instance_id,
         "graph": counts,
         "tensions_found": dict(sorted(found.items())),
         "questions": items,
     }
-    lines = [f"# evidence_graph on {ctx.instance.instance_id}: the graph and why each question was asked", ""]
+    lines = [f"# evidence_graph on {instance_id}: the graph and why each question was asked", ""]
     lines += ["| node kind | count |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in counts["nodes"].items()]
     lines += ["", "| edge type | count |", "|---|---:|"] + [f"| {k} | {v} |" for k, v in counts["edges"].items()]
     lines += ["", "| tension type | found | asked |", "|---|---:|---:|"]

@@ -176,10 +176,6 @@ class ClaimTension:
     def ids(self) -> list[str]:
         return [self.paper_a.record.id] + ([self.paper_b.record.id] if self.paper_b else [])
 
-    @property
-    def subject(self) -> str:
-        return self.node
-
 
 def _nodes(claim: Claim) -> set[str]:
     d = claim.detected
@@ -236,10 +232,14 @@ def finding_clause(paper: PaperClaims, claim: Claim) -> str | None:
     return None
 
 
+def disjoint_authors(a: PaperClaims, b: PaperClaims) -> bool:
+    """True when no author (case- and space-insensitive) signs both papers."""
+    return not ({x.strip().lower() for x in a.record.authors} & {x.strip().lower() for x in b.record.authors})
+
+
 def _disjoint(a: PaperClaims, b: PaperClaims) -> bool:
-    return a.record.id != b.record.id and not (
-        {x.strip().lower() for x in a.record.authors} & {x.strip().lower() for x in b.record.authors}
-    )
+    """Two different papers by author-disjoint groups."""
+    return a.record.id != b.record.id and disjoint_authors(a, b)
 
 
 def single_dataset_conclusions(space: ClaimSpace) -> list[ClaimTension]:
@@ -329,11 +329,11 @@ def _pairs(space: ClaimSpace, kind: str) -> list[ClaimTension]:
     return out
 
 
-def claim_tensions(papers: list[PaperClaims]) -> tuple[list[ClaimTension], ClaimSpace]:
+def claim_tensions(papers: list[PaperClaims]) -> list[ClaimTension]:
     """Every methodological challenge, single-dataset conclusion and independent qualification in the past
-    corpus (unscored, unsorted), and the claim space they were found in."""
+    corpus (unscored, unsorted)."""
     space = ClaimSpace(papers)
     found = single_dataset_conclusions(space)
     found += _pairs(space, "methodological_challenge")
     found += _pairs(space, "independent_qualification")
-    return found, space
+    return found
