@@ -10,6 +10,7 @@ from backtest.arena.btd import fit_btd, table_from_outcomes
 from backtest.arena.contexts import ArenaContext, ArenaOutput, load_user_contexts
 from backtest.arena.pairwise import (
     PairVerdict,
+    PairwiseJudge,
     fold_cases,
     get_pairwise_judge,
     judge_contexts,
@@ -35,7 +36,7 @@ def contexts(n=30):
     ]
 
 
-class QualityJudge:
+class QualityJudge(PairwiseJudge):
     """An honest judge: prefers the higher quality, strongly when the gap is 2 or more; noisy by context."""
 
     name = "quality"

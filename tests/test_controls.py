@@ -23,7 +23,7 @@ from backtest.core.fileio import write_json, write_jsonl
 from backtest.core.records import EvidenceItem, JudgeInfo, Judgment
 from backtest.core.workspace import Workspace
 from backtest.corpus.instance import load_instance
-from backtest.judge import get_judge, register_judge
+from backtest.judge import Judge, get_judge, register_judge
 from backtest.retrieve import retrieve_frozen
 from backtest.submit.freeze import freeze_submission, load_frozen
 from backtest.text.terms import specific_terms
@@ -35,21 +35,17 @@ from .submission_helpers import metadata, past_records, question_rows, snapshot,
 INSTANCE = "astro-2025-ep"
 
 
-class SharedTermsJudge:
+class SharedTermsJudge(Judge):
     """Cites the shown documents sharing >= 2 specific terms with the question (partially_addressed),
     else not_addressed."""
 
     name = "shared-terms-test"
-    concurrency = 1
 
     def info(self) -> JudgeInfo:
         return JudgeInfo(name=self.name, protocol="shared specific terms >= 2")
 
     def settings(self) -> dict[str, Any]:
         return {"kind": self.name}
-
-    def stats(self) -> dict[str, Any]:
-        return {}
 
     def judge(self, question, documents) -> Judgment:
         terms = specific_terms(question.question)

@@ -19,6 +19,7 @@ from backtest.core.errors import CheckFailed
 from backtest.core.records import EvidenceItem, JudgeInfo, Judgment, RetrievalSettings
 from backtest.core.workspace import Workspace
 from backtest.corpus.instance import create_instance, load_instance
+from backtest.judge import Judge
 from backtest.scoring.score import score_frozen
 from backtest.submit.freeze import freeze_submission
 
@@ -28,20 +29,16 @@ BASE = "astro-2025-ep"
 INSTANCE = "astro-2025-ep-bm25"  # the same sealed corpora, scored with BM25 (no dense index of the future side)
 
 
-class TopDocJudge:
+class TopDocJudge(Judge):
     """A transparent stand-in judge (no model): cites the top document shown as partially_addressed."""
 
     name = "topdoc"
-    concurrency = 1
 
     def info(self) -> JudgeInfo:
         return JudgeInfo(name=self.name, protocol="cite-top-1")
 
     def settings(self) -> dict[str, Any]:
         return {"kind": "topdoc"}
-
-    def stats(self) -> dict[str, Any]:
-        return {}
 
     def judge(self, question, documents) -> Judgment:
         top = documents[:1]

@@ -127,3 +127,33 @@ def test_a_config_of_an_unknown_kind_is_named_with_its_file(tmp_path) -> None:
         get_judge(str(config))
     with pytest.raises(BadInput, match=r"odd.toml: unknown pairwise judge kind 'offlin' \(did you mean 'offline'"):
         get_pairwise_judge(str(config))
+
+
+def test_a_factory_must_make_a_judge_subclass(monkeypatch) -> None:
+    """A plugin factory returning an object that only looks like a judge is refused in one line, so the scorer
+    never has to probe it for capabilities it may lack."""
+    from backtest.arena.pairwise import PAIRWISE_JUDGES, get_pairwise_judge
+    from backtest.judge import get_judge
+    from backtest.judge.protocol import JUDGES
+
+    class LooksLikeAJudge:
+        name = "duck"
+
+        def judge(self, question, documents):  # pragma: no cover - never called
+            raise AssertionError
+
+    monkeypatch.setitem(JUDGES._entries, "duck", lambda config, path, ws: LooksLikeAJudge())
+    monkeypatch.setitem(PAIRWISE_JUDGES._entries, "duck", lambda config, path: LooksLikeAJudge())
+    with pytest.raises(
+        BadInput, match=r"^judge kind 'duck' made a LooksLikeAJudge, not a backtest.judge.protocol.Judge"
+    ):
+        get_judge("duck")
+    with pytest.raises(BadInput, match=r"made a LooksLikeAJudge, not a backtest.arena.pairwise.PairwiseJudge subclass"):
+        get_pairwise_judge("duck")
+
+
+def test_a_judge_that_cannot_be_refitted_says_so() -> None:
+    from backtest.judge import get_judge
+
+    with pytest.raises(BadInput, match="--cross-validate needs a fitted judge; 'offline-cues-v1' has no weights"):
+        get_judge("offline-cues-v1").cross_validate([], {})

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
-from backtest.arena.pairwise import PairVerdict
+from backtest.arena.pairwise import PairVerdict, PairwiseJudge
 from backtest.core.errors import BadInput
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.judge.fitted import check_weights, read_weights
@@ -92,7 +92,7 @@ def pair_hash(context_text: str, a: str, b: str) -> str:
     return sha256_text(canonical_json({"c": context_text, "q": sorted([a, b])}))
 
 
-class FittedPairwiseJudge:
+class FittedPairwiseJudge(PairwiseJudge):
     """The fitted offline pairwise judge; see the module docstring."""
 
     name = "offline"

@@ -18,10 +18,10 @@ prompt never reuses old answers.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
-from backtest.arena.pairwise import VERDICTS, PairVerdict
+from backtest.arena.pairwise import VERDICTS, Call, PairVerdict, PairwiseJudge
 from backtest.arena.rubric import OutputScores, SetScores
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.seal import sha256_file, sha256_text
@@ -71,7 +71,7 @@ def _check_verdict(answer: dict[str, Any]) -> None:
         raise ValueError(f"verdict {answer.get('verdict')!r} is not one of {', '.join(VERDICTS)}")
 
 
-class LLMPairwiseJudge:
+class LLMPairwiseJudge(PairwiseJudge):
     """Pairwise verdicts from an OpenAI-compatible chat model (schema-constrained, cached)."""
 
     def __init__(self, config: dict[str, Any], path: Path | None):
@@ -122,9 +122,12 @@ class LLMPairwiseJudge:
             response = exc
         return self._verdict(response)
 
-    def compare_many(self, calls: Sequence[tuple[ArenaContext, ArenaOutput, ArenaOutput]]) -> list[PairVerdict]:
+    def compare_many(self, calls: Sequence[Call], done: Callable[[int], None] | None = None) -> list[PairVerdict]:
         """All orderings at once, with the client's bounded concurrency; results in input order."""
-        return [self._verdict(r) for r in self.client.chat_many([self.request(*call) for call in calls])]
+        verdicts = [self._verdict(r) for r in self.client.chat_many([self.request(*call) for call in calls])]
+        if done:
+            done(len(calls))
+        return verdicts
 
 
 class LLMRubric:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
-from backtest.arena.pairwise import PairVerdict
+from backtest.arena.pairwise import PairVerdict, PairwiseJudge
 
 
-class OfflinePairwiseJudge:
+class OfflinePairwiseJudge(PairwiseJudge):
     """Deterministic, no network: compares the two outputs' offline rubric scores.
 
     The per-output score is ``(g + ℓ + j) / 3`` from :class:`backtest.arena.rubric.OfflineRubric`
@@ -54,7 +54,7 @@ class OfflinePairwiseJudge:
         return PairVerdict(verdict=verdict, rationale=f"offline rubric score A={sa:.2f}, B={sb:.2f}")
 
 
-class PositionAJudge:
+class PositionAJudge(PairwiseJudge):
     """A deliberately biased control: always answers A>B, whatever it is shown."""
 
     name = "position-a"

@@ -23,8 +23,9 @@ prefers position A, for checking the folding), and ``llm`` via a TOML config wit
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,7 +34,7 @@ from backtest.core.errors import BadInput
 from backtest.core.fileio import read_toml
 from backtest.core.records import Versioned
 from backtest.core.registry import Registry
-from backtest.judge.protocol import factory_of_config, find_config
+from backtest.judge.protocol import checked_judge, factory_of_config, find_config
 
 VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 SHARES = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
@@ -77,19 +78,40 @@ class PairVerdict(BaseModel):
     tokens: dict[str, int] = Field(default_factory=dict)
 
 
-@runtime_checkable
-class PairwiseJudge(Protocol):
-    """Compares two outputs for one context; ``a`` is shown first (position A)."""
+Call = tuple[ArenaContext, ArenaOutput, ArenaOutput]
+
+
+class PairwiseJudge(ABC):
+    """Compares two outputs for one context; ``a`` is shown first (position A). Every pairwise judge subclasses
+    it; the optional capabilities have the defaults of a judge that lacks them (no ``getattr`` probing)."""
 
     name: str
 
+    @abstractmethod
     def info(self) -> dict[str, Any]:
         """Name, model, prompt and config hashes: everything that identifies the judge."""
-        ...
 
+    @abstractmethod
     def compare(self, context: ArenaContext, a: ArenaOutput, b: ArenaOutput) -> PairVerdict:
         """The verdict with ``a`` in position A and ``b`` in position B."""
-        ...
+
+    def compare_many(self, calls: Sequence[Call], done: Callable[[int], None] | None = None) -> list[PairVerdict]:
+        """The verdicts of many ``(context, a, b)`` calls, in order; ``done(k)`` as k more are made. One at a time
+        here; a judge with an endpoint overrides it to run them concurrently."""
+        verdicts = []
+        for call in calls:
+            verdicts.append(self.compare(*call))
+            if done:
+                done(1)
+        return verdicts
+
+    def trained_on(self, pairs: Sequence[Any]) -> list[bool]:
+        """For each annotated pair, whether the judge was fitted on it (a validation sets those aside)."""
+        return [False] * len(pairs)
+
+    def cross_validate(self, pairs: Sequence[Any], truth: dict[str, str], folds: int = 5, seed: int = 0) -> list[tuple]:
+        """(better, share_a, verdicts) per pair, each from the judge refitted without the pair's fold."""
+        raise BadInput(f"--cross-validate needs a fitted judge; {self.name!r} has no weights to refit")
 
 
 PairwiseFactory = Callable[[dict[str, Any], "Path | None"], PairwiseJudge]
@@ -116,11 +138,12 @@ def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | No
     value = str(name_or_config or "offline")
     config_path = find_config(value, root)
     if config_path is None and value in PAIRWISE_JUDGES:
-        return PAIRWISE_JUDGES.get(value)({}, None)
+        return checked_judge(PAIRWISE_JUDGES.get(value)({}, None), value, PairwiseJudge)
     if config_path is None:
         raise BadInput(f"{PAIRWISE_JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
     config = read_toml(config_path, "pairwise judge config")
-    return factory_of_config(PAIRWISE_JUDGES, config, config_path)(config, config_path.resolve())
+    made = factory_of_config(PAIRWISE_JUDGES, config, config_path)(config, config_path.resolve())
+    return checked_judge(made, str(config.get("kind", "llm")), PairwiseJudge)
 
 
 # --------------------------------------------------------------------------- judging both orders
@@ -178,24 +201,22 @@ def judge_contexts(
 ) -> list[ArenaCase]:
     """Judge every pair in every context in both orders; cases in context-then-pair order.
 
-    A judge with a ``compare_many(list of (context, a, b))`` method (the LLM judge) gets all
-    orderings in one call so it can run them concurrently.
+    The judge's ``compare_many`` gets every ordering at once (the LLM judge runs them concurrently);
+    ``progress(k)`` is told as k more pairs have both orders judged.
     """
     pairs = context_pairs(contexts)
-    calls = []
+    calls: list[Call] = []
     for ctx, a, b in pairs:
         calls += [(ctx, ctx.outputs[a], ctx.outputs[b]), (ctx, ctx.outputs[b], ctx.outputs[a])]
-    many = getattr(judge, "compare_many", None)
-    if many is not None:
-        verdicts = many(calls)
-        if progress:
-            progress(len(pairs))
-    else:
-        verdicts = []
-        for k, call in enumerate(calls):
-            verdicts.append(judge.compare(*call))
-            if progress and k % 2 == 1:
-                progress(1)
+    made = 0
+
+    def done(k: int) -> None:  # two orderings make a pair
+        nonlocal made
+        before, made = made // 2, made + k
+        if progress and made // 2 > before:
+            progress(made // 2 - before)
+
+    verdicts = judge.compare_many(calls, done)
     return [
         make_case(ctx.context_id, a, b, verdicts[2 * k], verdicts[2 * k + 1]) for k, (ctx, a, b) in enumerate(pairs)
     ]

@@ -470,6 +470,11 @@ class Judgment(Versioned):
     needs_review: list[str] = Field(default_factory=list)
     tokens: dict[str, int] = Field(default_factory=dict)
 
+    @property
+    def failed(self) -> bool:
+        """True for a question the judge gave no usable answer to (the extra field ``judge_failed``)."""
+        return bool((self.model_extra or {}).get("judge_failed"))
+
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "question": Question,

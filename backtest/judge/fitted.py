@@ -47,6 +47,7 @@ from backtest.core.records import ENGAGED_OUTCOMES, JudgeInfo, Judgment, Questio
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.judge.constraints import to_judgment
 from backtest.judge.features import DOC_FEATURES, KNOWN_FEATURES, document_features
+from backtest.judge.protocol import Judge
 
 PROTOCOL = "offline-fit-v2"
 WEIGHTS_FORMAT = "offline-fit-v2-weights"  # what a weights file says it is (checked on load)
@@ -113,12 +114,10 @@ def check_weights(
         raise BadInput(f"{path or 'weights'}: its features {list(used)} do not match this build's {list(features)}")
 
 
-class FittedJudge:
+class FittedJudge(Judge):
     """The fitted offline judge. See the module docstring."""
 
     name = "offline"
-    concurrency = 1
-    config_path = None
 
     def __init__(self, weights: dict[str, Any], weights_path: Path | None = None):
         check_weights(weights, weights_path, WEIGHTS_FORMAT, WEIGHTS_VERSION, KNOWN_FEATURES, exact=False)
@@ -471,5 +470,5 @@ def make_fitted(config: dict[str, Any], config_path: Path | None, ws: Any) -> Fi
     judge = FittedJudge.from_file(path)
     if config.get("name"):
         judge.name = str(config["name"])
-    judge.config_path = config_path  # type: ignore[assignment]
+    judge.config_path = config_path
     return judge

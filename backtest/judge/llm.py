@@ -41,7 +41,7 @@ from backtest.core.records import JudgeInfo, Judgment, Question, RetrievedDocume
 from backtest.core.seal import sha256_file
 from backtest.core.workspace import Workspace
 from backtest.judge.constraints import check_answer, failed_judgment, parse_answer, retry_message, to_judgment
-from backtest.judge.protocol import answer_schema
+from backtest.judge.protocol import Judge, answer_schema
 from backtest.llm.client import LLMClient, LLMError, LLMResponse
 from backtest.llm.pricing import CallEstimate, TokenCounter, price_from_config, prompt_tokens_bound
 from backtest.llm.settings import cache_path, settings_from_config
@@ -111,8 +111,11 @@ class JudgeRequest:
         )
 
 
-class LLMJudge:
+class LLMJudge(Judge):
     """Label questions with an OpenAI-compatible chat model; cached, retried, constraint-checked."""
+
+    calls_endpoint = True
+    config_path: Path  # always made from a config
 
     def __init__(self, config: dict[str, Any], config_path: Path, ws: Workspace | None = None):
         self.llm = settings_from_config(config, str(config_path), max_tokens=512, extra_keys=_JUDGE_KEYS, what="judge")
@@ -201,6 +204,11 @@ class LLMJudge:
     def stats(self) -> dict[str, Any]:
         """The client's counters: HTTP calls, cache hits, retries, tokens."""
         return self.client.stats.as_dict()
+
+    def disable_cache(self) -> bool:
+        """Switch off the response cache (reads and writes); True when it had one."""
+        had, self.client.cache = self.client.cache is not None, None
+        return had
 
     def messages(self, question: Question, documents: list[RetrievedDocument]) -> list[dict[str, str]]:
         """The chat messages for one question (system + user)."""

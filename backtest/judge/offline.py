@@ -58,6 +58,7 @@ from backtest.core.records import JudgeInfo, Judgment, Question, RetrievedDocume
 from backtest.core.seal import sha256_json
 from backtest.core.workspace import Workspace
 from backtest.judge.constraints import to_judgment
+from backtest.judge.protocol import Judge
 from backtest.text.terms import GENERIC_TERMS, specific_terms, split_sentences, stem  # noqa: F401 - GENERIC_TERMS re-exported
 
 PROTOCOL = "offline-cues-v1"
@@ -197,12 +198,10 @@ class _Lexicon:
         return hits
 
 
-class OfflineJudge:
+class OfflineJudge(Judge):
     """Deterministic cue-and-similarity judge. Weaker than an LLM; see the module docstring."""
 
     name = "offline-cues-v1"
-    concurrency = 1
-    config_path = None  # set when made from a judges/*.toml config
 
     def __init__(self, settings: OfflineSettings | None = None):
         self.cfg = settings or OfflineSettings()

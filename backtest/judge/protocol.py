@@ -13,8 +13,9 @@ Judges are named either by a registered kind that needs no configuration
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +32,7 @@ from backtest.core.records import (
 )
 from backtest.core.registry import Registry
 from backtest.core.workspace import Workspace
+from backtest.llm.pricing import CallEstimate, Price
 
 
 class AnswerEvidence(EvidenceItem):
@@ -83,25 +85,71 @@ def answer_schema(
     }
 
 
-@runtime_checkable
-class Judge(Protocol):
-    """What the scorer needs from a judge."""
+#: what a question costs a judge that calls no endpoint: nothing, as if cached
+NO_CALL = CallEstimate(0, 0, exact=True, cached=True)
+
+
+class Judge(ABC):
+    """The base every judge subclasses: the three methods the scorer needs, and each optional capability with
+    the default of a judge that lacks it, so callers ask the judge instead of probing it with ``getattr``.
+
+    Endpoint judges (``calls_endpoint``) override ``is_cached``, ``estimate``, ``worst_case`` and
+    ``disable_cache``, and set ``price`` when their config has a price table; fitted judges override
+    ``trained_on`` and ``cross_validate``.
+    """
 
     name: str
     #: how many questions the scorer may judge at once (1 for CPU-bound judges)
-    concurrency: int
+    concurrency: int = 1
+    #: the TOML config the judge was made from; None for a registered kind used bare (a run records it)
+    config_path: Path | None = None
+    #: the config's price table; None: unpriced, so ``score --max-cost`` is refused
+    price: Price | None = None
+    #: True when judging calls an endpoint: the judge keeps its own limit on calls in flight, and
+    #: ``--max-cost`` admits each question on its :meth:`worst_case`
+    calls_endpoint: bool = False
 
+    @abstractmethod
     def info(self) -> JudgeInfo:
         """Who labels: name, model, protocol, prompt and config sha256 (goes into every Judgment)."""
 
+    @abstractmethod
     def settings(self) -> dict[str, Any]:
         """Everything that changes this judge's labels (a run id is derived from it); no secrets."""
 
+    @abstractmethod
     def judge(self, question: Question, documents: list[RetrievedDocument]) -> Judgment:
         """Label one question from the documents shown; constraints already applied."""
 
     def stats(self) -> dict[str, Any]:
         """Counters since creation: calls, cache hits, tokens (for progress and RUN.json)."""
+        return {}
+
+    def is_cached(self, question: Question, documents: Sequence[RetrievedDocument]) -> bool:
+        """True when the question's answer would come from the judge's cache (no call, no cost)."""
+        return False
+
+    def estimate(self, question: Question, documents: Sequence[RetrievedDocument]) -> CallEstimate:
+        """The first call's prompt tokens and completion bound, before it is made (``score --dry-run``)."""
+        return NO_CALL
+
+    def worst_case(self, question: Question, documents: Sequence[RetrievedDocument]) -> CallEstimate:
+        """The most one question can cost, every retry included (what ``score --max-cost`` admits it on)."""
+        return NO_CALL
+
+    def disable_cache(self) -> bool:
+        """Switch off the judge's response cache, reads and writes; True when it had one."""
+        return False
+
+    def trained_on(self, items: Sequence[Any]) -> list[bool]:
+        """For each annotation item, whether the judge was fitted on it (a validation sets those aside)."""
+        return [False] * len(items)
+
+    def cross_validate(
+        self, items: Sequence[Any], truth: dict[str, Any], folds: int = 5, seed: int = 0
+    ) -> list[Judgment]:
+        """The items' judgments, each from the judge refitted without the fold that holds it."""
+        raise BadInput(f"--cross-validate needs a fitted judge; {self.name!r} has no weights to refit")
 
 
 F = TypeVar("F")
@@ -145,14 +193,24 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
     value = str(name_or_config_path or "offline")
     config_path = find_config(value, ws.root if ws is not None else None)
     if config_path is None and value in JUDGES:
-        return JUDGES.get(value)({}, None, ws)
+        return checked_judge(JUDGES.get(value)({}, None, ws), value, Judge)
     if config_path is None:
         if value.endswith(".toml"):
             raise BadInput(f"{value}: no such judge config")
         raise BadInput(f"{JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
     config = load_config(config_path)
     # absolute, links not followed: the judge is named by where the workspace has its config (judge_spec_of)
-    return factory_of_config(JUDGES, config, config_path)(config, Path(os.path.abspath(config_path)), ws)
+    made = factory_of_config(JUDGES, config, config_path)(config, Path(os.path.abspath(config_path)), ws)
+    return checked_judge(made, str(config.get("kind", "llm")), Judge)
+
+
+def checked_judge(made: object, kind: str, base: type) -> Any:
+    """``made`` when the factory of ``kind`` made a ``base`` (a subclass), else BadInput naming the kind."""
+    if not isinstance(made, base):
+        raise BadInput(
+            f"judge kind {kind!r} made a {type(made).__name__}, not a {base.__module__}.{base.__name__} subclass"
+        )
+    return made
 
 
 def find_config(value: str, root: Path | None) -> Path | None:

@@ -25,13 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from backtest.core.records import Judgment, Question, RetrievedDocument
+from backtest.judge.protocol import Judge
 from backtest.llm.pricing import CallEstimate, Price
-
-
-def judge_price(judge: Any) -> Price | None:
-    """The judge's price (LLM judges with a ``price`` table), else None."""
-    price = getattr(judge, "price", None)
-    return price if isinstance(price, Price) else None
 
 
 def price_record(price: Price | None) -> dict[str, Any]:
@@ -70,20 +65,14 @@ def run_cost(judgments: Sequence[Judgment], price: Price | None, spent: float | 
 
 
 def estimate_questions(
-    judge: Any, questions: Sequence[Question], documents: Sequence[Sequence[RetrievedDocument]]
+    judge: Judge, questions: Sequence[Question], documents: Sequence[Sequence[RetrievedDocument]]
 ) -> dict[str, Any]:
     """``score --dry-run``: every question's first-call estimate and the totals (no call is made)."""
-    price = judge_price(judge)
-    estimate = getattr(judge, "estimate", None)
-    worst_case = getattr(judge, "worst_case", None)
+    price = judge.price
     rows, worst = [], []
     for question, docs in zip(questions, documents):
-        if estimate is None or worst_case is None:  # a judge that calls no endpoint costs nothing
-            est = bound = CallEstimate(0, 0, True, True)
-        else:
-            est, bound = estimate(question, list(docs)), worst_case(question, list(docs))
-        rows.append((question.question_id, est))
-        worst.append(bound)
+        rows.append((question.question_id, judge.estimate(question, list(docs))))
+        worst.append(judge.worst_case(question, list(docs)))
     to_call = [e for _, e in rows if not e.cached]
     prompt = sum(e.prompt_tokens for e in to_call)
     completion = sum(e.max_completion_tokens for e in to_call)

@@ -59,8 +59,9 @@ from backtest.core.records import (
 )
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.core.workspace import Workspace
+from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import is_compact_file, read_retrievals
-from backtest.scoring.cost import Ledger, judge_price, run_cost
+from backtest.scoring.cost import Ledger, run_cost
 from backtest.scoring.outputs import Metrics, Run
 
 PARTIAL = "judgments.partial.jsonl"
@@ -86,7 +87,7 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_settings(bundle, instance, judge) -> dict[str, Any]:
+def run_settings(bundle, instance, judge: Judge) -> dict[str, Any]:
     """Everything that changes a run's labels; its sha256 names the default run id."""
     return {
         "frozen_seal": bundle.frozen.seal,
@@ -98,10 +99,9 @@ def run_settings(bundle, instance, judge) -> dict[str, Any]:
     }
 
 
-def judge_spec_of(judge, ws: Workspace) -> str:
+def judge_spec_of(judge: Judge, ws: Workspace) -> str:
     """How ``get_judge`` finds this judge again: its config path (relative to the root when inside), or its name."""
-    path = getattr(judge, "config_path", None)
-    return ws.relative(Path(path)) if path else judge.name
+    return ws.relative(Path(judge.config_path)) if judge.config_path else judge.name
 
 
 def default_run_id(judge_name: str, settings: dict[str, Any]) -> str:
@@ -148,7 +148,7 @@ def recover_partial(path: Path, question_ids: Sequence[str], seed: str = "") -> 
             break
         if len(good) >= len(question_ids) or judgment.question_id != question_ids[len(good)]:
             break
-        if getattr(judgment, "judge_failed", False):
+        if judgment.failed:
             break
         good.append(judgment)
         chain = digest.decode("ascii")
@@ -168,7 +168,7 @@ def judgment_line(judgment: Judgment) -> bytes:
 
 def n_failed(judgments: Sequence[Judgment]) -> int:
     """How many judgments are ``judge_failed`` (the judge gave no usable answer)."""
-    return sum(1 for j in judgments if getattr(j, "judge_failed", False))
+    return sum(1 for j in judgments if j.failed)
 
 
 @functools.lru_cache(maxsize=4)
@@ -238,7 +238,7 @@ class JudgeRun:
 
 
 def judge_all(
-    judge,
+    judge: Judge,
     questions: Sequence[Question],
     retrievals: Sequence[Retrieval],
     run_dir: Path,
@@ -270,14 +270,12 @@ def judge_all(
     partial = run_dir / PARTIAL
     done, chain = recover_partial(partial, qids, seed)
     todo = list(range(len(done), len(questions)))
-    price = judge_price(judge)
+    price = judge.price
     if max_cost is not None and price is None:
         raise BadInput(f"--max-cost needs prices: judge {judge.name}'s config has no price table")
     ledger = Ledger(price, max_cost) if price is not None else None
-    worst_case = getattr(judge, "worst_case", None)  # what --max-cost admits a question on
-    is_cached = getattr(judge, "is_cached", None)
     stats0 = judge.stats()
-    concurrency = max(1, int(getattr(judge, "concurrency", 1)))
+    concurrency = max(1, judge.concurrency)
     pool = executor.open_executor(workers=concurrency) if todo else None
 
     def postfix() -> dict[str, Any]:
@@ -309,7 +307,7 @@ def judge_all(
         return out
 
     # A judge with an endpoint keeps its own limit on calls in flight; a CPU-bound one fills the cluster.
-    window = concurrency if pool is None or pool.name == "local" or worst_case is not None else pool.slots()
+    window = concurrency if pool is None or pool.name == "local" or judge.calls_endpoint else pool.slots()
     in_flight: collections.deque[tuple[int, Future[Judgment], float, bool]] = collections.deque()
     waiting = collections.deque(todo)
     with (
@@ -328,9 +326,9 @@ def judge_all(
                 while waiting and len(in_flight) < window and not (ledger and ledger.stopped_at):
                     i = waiting[0]
                     documents = list(retrievals[i].documents)
-                    reserved, cached = 0.0, bool(is_cached and is_cached(questions[i], documents))
-                    if ledger is not None and ledger.limit is not None and worst_case is not None and not cached:
-                        admitted = ledger.admit(qids[i], worst_case(questions[i], documents))
+                    reserved, cached = 0.0, judge.is_cached(questions[i], documents)
+                    if ledger is not None and ledger.limit is not None and judge.calls_endpoint and not cached:
+                        admitted = ledger.admit(qids[i], judge.worst_case(questions[i], documents))
                         if admitted is None:
                             break
                         reserved = admitted
@@ -637,7 +635,7 @@ def score_frozen(
         max_cost=max_cost,
     )
     judgments, judged_now = outcome.judgments, outcome.judged_now
-    price = judge_price(judge)
+    price = judge.price
     spent = outcome.ledger.spent if outcome.ledger else None
     if outcome.stopped and not n_failed(judgments):
         assert outcome.ledger is not None
@@ -674,7 +672,7 @@ def score_frozen(
             }
         )
         write_output(run_json, Run, run)
-        reasons = [f"{j.question_id}: {j.needs_review[0]}" for j in judgments if getattr(j, "judge_failed", False)]
+        reasons = [f"{j.question_id}: {j.needs_review[0]}" for j in judgments if j.failed]
         raise CheckFailed(
             f"{failed} of {len(questions)} judgments failed (the judge gave no usable answer); the run "
             f"{ws.relative(run_dir)} is incomplete: rerun `backtest score` to retry them; first: {reasons[0]}",

@@ -42,6 +42,7 @@ from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_write_text, write_json, write_jsonl
 from backtest.core.records import ENGAGED_OUTCOMES, Judgment, Question, Retrieval, RetrievedDocument, write_output
 from backtest.core.workspace import Workspace
+from backtest.judge.protocol import Judge
 from backtest.validity.leakage import RunData, load_run
 from backtest.validity.outputs import ControlReport
 
@@ -99,9 +100,9 @@ def agreement_of(first: Sequence[Judgment], second: Sequence[Judgment]) -> dict[
     return out
 
 
-def judge_all(judge, pairs: Sequence[tuple[Question, list[RetrievedDocument]]]) -> list[Judgment]:
+def judge_all(judge: Judge, pairs: Sequence[tuple[Question, list[RetrievedDocument]]]) -> list[Judgment]:
     """Judge every (question, shown documents) pair, in order, ``judge.concurrency`` at a time."""
-    workers = max(1, int(getattr(judge, "concurrency", 1) or 1))
+    workers = max(1, judge.concurrency)
     if workers == 1:
         return [judge.judge(q, docs) for q, docs in pairs]
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -133,7 +134,7 @@ def run_judge_spec(run: RunData) -> str:
     raise BadInput("cannot tell which judge scored this run (RUN.json names none); pass --judge")
 
 
-def _same_judge(judge, judgments: Sequence[Judgment]) -> bool:
+def _same_judge(judge: Judge, judgments: Sequence[Judgment]) -> bool:
     """True when ``judge`` is the one that produced ``judgments`` (name, prompt and config hashes)."""
     info = judge.info()
     return all(
@@ -141,15 +142,6 @@ def _same_judge(judge, judgments: Sequence[Judgment]) -> bool:
         == (info.name, info.prompt_sha256, info.config_sha256)
         for j in judgments
     )
-
-
-def disable_cache(judge) -> bool:
-    """Switch off a judge's response cache (reads and writes); True when it had one."""
-    client = getattr(judge, "client", None)
-    if client is not None and getattr(client, "cache", None) is not None:
-        client.cache = None
-        return True
-    return False
 
 
 def _paired(run: RunData) -> tuple[list[Question], list[Retrieval], list[Judgment]]:
@@ -229,7 +221,7 @@ def _pct(rate: float | None) -> str:
 # --------------------------------------------------------------------------- the controls
 
 
-def _judge_for(run: RunData, ws: Workspace, judge_spec: str | None, judge) -> tuple[Any, str]:
+def _judge_for(run: RunData, ws: Workspace, judge_spec: str | None, judge: Judge | None) -> tuple[Judge, str]:
     """The judge object and its spec: a ready ``judge``, else ``judge_spec``, else the run's own judge."""
     from backtest.judge import get_judge
 
@@ -289,7 +281,7 @@ def control_mismatch(
     return result
 
 
-def _require_same(judge, run: RunData, spec: str, explicit: str | None) -> None:
+def _require_same(judge: Judge, run: RunData, spec: str, explicit: str | None) -> None:
     """Agreement with the run means nothing under another judge: refuse unless --judge was given."""
     if explicit is None and not _same_judge(judge, run.judgments):
         raise BadInput(
@@ -324,14 +316,16 @@ def _relabel(
     return result
 
 
-def control_rerun(run_dir: str | Path, ws: Workspace, judge_spec: str | None = None, judge=None) -> dict[str, Any]:
+def control_rerun(
+    run_dir: str | Path, ws: Workspace, judge_spec: str | None = None, judge: Judge | None = None
+) -> dict[str, Any]:
     """The run's judge again on the same documents, response cache off; agreement with the first run."""
     run_dir = Path(run_dir)
     run = load_run(run_dir, ws, with_text=True)
     explicit = judge_spec or (judge.name if judge is not None else None)
     judge, spec = _judge_for(run, ws, judge_spec, judge)
     _require_same(judge, run, spec, explicit)
-    had_cache = disable_cache(judge)
+    had_cache = judge.disable_cache()
     return _relabel(
         run_dir, run, "rerun", "rerun", judge, spec, {"cache": "disabled" if had_cache else "none (judge has no cache)"}
     )

@@ -27,10 +27,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, PairLabel
+from backtest.arena.pairwise import PairwiseJudge
 from backtest.core.errors import BadInput
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, PREMISE_STATUSES
 from backtest.core.seal import sha256_file
 from backtest.core.stats import bootstrap, cohen_kappa, proportion, raw_agreement
+from backtest.judge.protocol import Judge
 
 FIELDS: dict[str, tuple[str, ...]] = {
     "outcome": OUTCOMES,
@@ -139,18 +141,15 @@ def truth_labels(raters: dict[str, dict[str, Label]]) -> dict[str, Label]:
     return out
 
 
-def unseen(judge, things: Sequence[Any]) -> list[int]:
+def unseen(judge: Judge | PairwiseJudge, things: Sequence[Any]) -> list[int]:
     """Indexes of ``things`` (items, or pairs) a fitted judge was not trained on (all, for any other judge)."""
-    seen = getattr(judge, "trained_on", None)
-    flags = seen(things) if seen is not None else [False] * len(things)
-    return [k for k, was in enumerate(flags) if not was]
+    return [k for k, was in enumerate(judge.trained_on(things)) if not was]
 
 
-def _as_is_or_cv(judge, n: int, kept: int, cross_validate: bool, folds: int) -> str:
-    """How a validation was made, or BadInput when there is nothing left to validate the shipped weights on."""
+def _as_is_or_cv(judge: Judge | PairwiseJudge, n: int, kept: int, cross_validate: bool, folds: int) -> str:
+    """How a validation was made, or BadInput when there is nothing left to validate the shipped weights on (a
+    judge that cannot be refitted says so itself when its ``cross_validate`` is called)."""
     if cross_validate:
-        if getattr(judge, "cross_validate", None) is None:
-            raise BadInput(f"--cross-validate needs a fitted judge; {judge.name!r} has no weights to refit")
         return f"cross-validated ({folds}-fold, refit per fold on this set's labels)"
     if kept == 0:
         raise BadInput(
@@ -161,7 +160,7 @@ def _as_is_or_cv(judge, n: int, kept: int, cross_validate: bool, folds: int) -> 
 
 
 def judge_items(
-    judge,
+    judge: Judge,
     items: Sequence[AnnotationItem],
     raters: dict[str, dict[str, Label]],
     folds: int = 5,
@@ -213,7 +212,7 @@ def validate_items(
             "n": len(items),
             "n_labelled": n_labelled,
             "n_set_aside": n_labelled - len(labelled),  # in a fitted judge's training set (as-is validation)
-            "n_judge_failed": sum(1 for j in judgments if getattr(j, "judge_failed", False)),
+            "n_judge_failed": sum(1 for j in judgments if j.failed),
         },
         "labels": sources,
         "n_boot": n_boot,

@@ -121,7 +121,7 @@ def _answers_at_all(judge, items_path: Path) -> None:
 
     first = read_items(items_path)[0]
     judgment = judge.judge(first.question, first.retrieved())
-    if getattr(judgment, "judge_failed", False):  # an extra field of a failed judgment
+    if judgment.failed:
         raise NotRecomputable(f"the judge gave no answer for the first item ({judgment.needs_review[0][:160]})")
 
 
