@@ -11,8 +11,8 @@ import pytest
 
 from backtest.core.records import read_output
 from backtest.corpus.instance import load_instance, open_past_corpus
-from backtest.generators.extract import detex
 from backtest.submit.freeze import freeze_submission
+from backtest.text.latex import detex
 from backtest.text.objects import find_objects
 from backtest.validity import contamination as C
 from backtest.validity.outputs import ContaminationReport

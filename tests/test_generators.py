@@ -329,8 +329,8 @@ STANDS_ALONE_V4 = [
 
 
 def test_clauses_that_lean_on_their_abstract_are_skipped():
-    from backtest.generators.extract import detex
     from backtest.generators.wording import self_contained_clause
+    from backtest.text.latex import detex
 
     assert [s for s in LEAN_ON_CONTEXT_V2 if self_contained_clause(s)] == []
     assert [s for s in STANDS_ALONE if not self_contained_clause(s)] == []

@@ -15,7 +15,6 @@ from backtest.generators.evidence_graph import balance_types, conflict, findings
 from backtest.generators.extract import (
     claim_clause,
     detect,
-    detex,
     extract_claims,
     find_quantities,
     split_sentences,
@@ -25,6 +24,7 @@ from backtest.generators.review_future_work import cue_strength, to_question
 from backtest.generators.select import select_diverse
 from backtest.generators.tension_questions import TEMPLATES, contract, realise
 from backtest.generators.tensions import Tension, condition_of, problem_noun
+from backtest.text.latex import detex
 
 GENERATORS_DIR = Path(__file__).resolve().parent.parent / "backtest" / "generators"
 FORBIDDEN = ("backtest.corpus.future", "backtest.retrieve")
@@ -393,3 +393,20 @@ def test_balance_types_keeps_no_type_above_its_share():
     assert [d.question for d in kept if d.signal_type == "a"] == ["q0?", "q1?", "q2?"]
     assert len(kept) == 5 and all(d.signal_type == "b" for d in kept[3:])
     assert balance_types(drafts[:8], 0.6) == []
+
+
+def test_the_claims_cache_key_moves_with_the_source_of_any_rule(tmp_path, monkeypatch) -> None:
+    """A derived cache is keyed by the source of the modules that shape it: an edit (a lexicon entry) gives a
+    new key, so a stale cache is never served; an unchanged source gives the same key."""
+    from backtest.core.caches import source_fingerprint
+    from backtest.generators.extract import CLAIM_RULES
+
+    assert "backtest.text.lexicon" in CLAIM_RULES and "backtest.text.latex" in CLAIM_RULES
+    module = tmp_path / "a_lexicon.py"
+    module.write_text('TERMS = {"H2O": ["water vapour"]}\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = source_fingerprint("a_lexicon")
+    assert source_fingerprint("a_lexicon") == before
+    module.write_text('TERMS = {"H2O": ["water vapour", "water vapor"]}\n')
+    assert source_fingerprint("a_lexicon") != before
+    assert source_fingerprint(*CLAIM_RULES) == source_fingerprint(*CLAIM_RULES)

@@ -46,6 +46,7 @@ import numpy as np
 from backtest.core.errors import BadInput
 from backtest.core.seal import sha256_text
 from backtest.text.equivalence import EquivalenceRule, clusters, pairs_above
+from backtest.text.lexicon import SWAP_MOLECULES
 
 GROUPINGS = ("components", "complete", "leader")
 KINDS = ("wording", "synonym", "object_swap", "method_swap")
@@ -237,7 +238,6 @@ _OBJECT_CLASSES = [
     (r"\bgalax(?:y|ies)\b", "star cluster"),
     (r"\bstars?\b", "planet"),
 ]
-_MOLECULES = ["H2O", "CO2", "CH4", "NH3", "CO", "HCN", "SO2", "TiO"]
 _OBJECT_POOL = ["WASP-39 b", "HD 189733 b", "55 Cnc e", "LHS 3844 b", "TOI-270 d", "KELT-9 b", "GJ 436 b", "WASP-107 b"]
 _QUOTED = re.compile(r"[\"“]([^\"”]{12,})[\"”]")
 
@@ -299,9 +299,9 @@ def _swap_object(text: str, k: int, titles: list[str], objects: list[str]) -> tu
                 if new is None:
                     continue
                 return text.replace(literal, new, 1), f"{obj} → {new}"
-    for mol in _MOLECULES:
+    for mol in SWAP_MOLECULES:
         if re.search(rf"\b{re.escape(mol)}\b", text):
-            new = _pick(_MOLECULES, {mol}, f"{k}:{mol}")
+            new = _pick(SWAP_MOLECULES, {mol}, f"{k}:{mol}")
             if new is None:
                 continue
             return re.sub(rf"\b{re.escape(mol)}\b", new, text, count=1), f"{mol} → {new}"

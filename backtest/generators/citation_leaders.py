@@ -27,10 +27,11 @@ import random
 import re
 from collections import defaultdict
 
-from backtest.generators.extract import analyse_corpus, detex
+from backtest.generators.extract import analyse_corpus
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
 from backtest.generators.select import select_diverse
 from backtest.generators.wording import context, headline_clause, paper_subject, reads_clearly
+from backtest.text.latex import detex
 
 TEMPLATES = (
     "Does the much followed-up result that {clause}{context_mid} stand when it is tested with independent datasets "

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import re
 
-from backtest.generators.extract import detex, scan_terms, split_sentences
+from backtest.generators.extract import split_sentences
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult
 from backtest.generators.random_claims import seeded_past
 from backtest.generators.select import select_diverse
 from backtest.generators.wording import is_self_contained, reads_clearly, subject_of, with_subject
+from backtest.text.discourse import CONNECTIVE_BEFORE_SUBJECT
+from backtest.text.latex import detex
+from backtest.text.lexicon import scan_terms
 from backtest.text.objects import find_objects
 
 _UNCLEAR = (
@@ -81,9 +84,6 @@ _ALLOW = re.compile(
     r"\b(?P<subj>(?:future|upcoming|next-generation|forthcoming|planned)\s[^,;]{3,80}?)\s+(?:will|would|should|could)\s+"
     r"(?:(?:allow|enable)\s+(?:us\s+|one\s+)?to|help(?:\s+to)?)\s+(?P<x>[a-z].{10,200})$",
     re.I,
-)
-_SUBJECT = re.compile(
-    r"^(?:however|but|thus|yet|still|moreover|nevertheless|nonetheless|therefore|although[^,]*),\s*", re.I
 )
 _OPEN_QUESTION = re.compile(
     r"(?P<q>(?:how|why|what|which|whether|is|are|do|does|can|could|will|when|where)\s[^?]{15,300}\?)", re.I
@@ -134,7 +134,7 @@ def to_question(sentence: str) -> str | None:
 
 
 def _rewrite(sentence: str) -> str | None:
-    s = _SUBJECT.sub("", sentence.strip())
+    s = CONNECTIVE_BEFORE_SUBJECT.sub("", sentence.strip())
     if "?" in s:
         m = _OPEN_QUESTION.search(s.split(":")[-1] if s.index("?") > s.rfind(":") else s)
         if m:

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import re
 
-from backtest.generators.extract import PaperClaims, _plausible_object, claim_clause, detex, is_declarative
-from backtest.text.discourse import OWN_WORK, is_background
+from backtest.generators.extract import PaperClaims, _plausible_object, claim_clause, is_declarative
+from backtest.text.discourse import CONNECTIVE_LEAD_INS, OWN_WORK, is_background
+from backtest.text.latex import detex
 from backtest.text.objects import find_objects
 
 # The fixed list of unresolved anaphors and context-bound phrases (case-insensitive, whole words).
@@ -96,13 +97,6 @@ _PRONOUN_OPENING = re.compile(
     r"it|its|they|their|them|he|she|one|both|each|all|most|many|some|several|two|three|four|none|"
     r"thus|hence|therefore|moreover|furthermore|however|finally|also|then|instead|similarly|likewise|yet|still|"
     r"consequently|accordingly|overall|together|in turn|in particular|notably|interestingly|importantly)\b)",
-    re.I,
-)
-_LEAD_INS = re.compile(
-    r"^(?:(?:in addition|additionally|furthermore|moreover|finally|also|overall|importantly|notably|interestingly|"
-    r"in particular|specifically|crucially|remarkably|surprisingly|consequently|as a result|therefore|thus|hence|"
-    r"however|nevertheless|nonetheless|taken together|together|in summary|in conclusion|to summarize|in short)"
-    r"\s*,?\s+)+",
     re.I,
 )
 _REFERENCE = re.compile(
@@ -180,13 +174,13 @@ _FINITE = re.compile(
 def self_contained_clause(sentence: str, max_chars: int = 220) -> str | None:
     """The claim sentence as a clause that stands on its own, or ``None`` when it leans on its context
     (an anaphor, an unnamed definite reference, first person, a fragment without a verb)."""
-    text = _LEAD_INS.sub("", sentence.strip())
+    text = CONNECTIVE_LEAD_INS.sub("", sentence.strip())
     if _FIRST_PERSON_NO_THAT.match(text):
         return None
     if len(claim_clause(text, 100_000)) > max_chars:
         return None  # cutting it would leave a fragment ("..., with an additional")
     clause = claim_clause(text, max_chars)
-    clause = _LEAD_INS.sub("", clause)
+    clause = CONNECTIVE_LEAD_INS.sub("", clause)
     if _FIRST_PERSON_NO_THAT.match(clause):
         return None
     words = clause.split(" ", 2)

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from backtest.text.discourse import background_as_result, own_work_subject
+from backtest.text.discourse import DANGLING_CONNECTIVE, background_as_result, own_work_subject
+from backtest.text.lexicon import FORM_MOLECULES
 
 FORM_FEATURES = (
     "log_words",
@@ -57,7 +58,7 @@ _ANAPHORA = re.compile(
     r"such (?:objects|sources|systems)|the latter|the former|the above)\b",
     re.I,
 )
-_MOLECULE = re.compile(r"\b(?:H2O|CO2|CO|CH4|NH3|HCN|TiO|VO|Na|K|He|H2|O2|O3|SO2|H2S|PH3|FeH|SiO|C2H2)\b")
+_MOLECULE = re.compile(r"\b(?:" + "|".join(FORM_MOLECULES) + r")\b")
 _QUANTITY = re.compile(
     r"\b\d+(?:\.\d+)?\s?(?:%|K|M_?J|R_?J|M_?E|R_?E|AU|au|pc|kpc|Mpc|ppm|Gyr|Myr|days?|d|km/s|bar|dex|sigma|σ)\b"
 )
@@ -269,12 +270,6 @@ _SELF_REFERENCE = re.compile(
 )
 #: "the planet ..." with nothing named before it (judged like a pronoun)
 _THE_NOUN = re.compile(r"\bthe (?:object|system|planet|star|galaxy|cluster|event)" + _UNQUALIFIED, re.I)
-_CONNECTIVE = re.compile(
-    r"(?:^\W*|\b(?:that|whether|confirm|clarified|settle)\s+)(?P<c>(?:therefore|thus|hence|however|moreover|furthermore|"
-    r"additionally|in addition|in particular|finally|first|second|third|here|in contrast|consequently|"
-    r"more (?:significantly|importantly)|[a-z]+ly)\s*,)",
-    re.I,
-)
 _CLAUSE_BREAK = re.compile(
     r"[;:]\s|\s[—–]\s|\s-{1,2}\s|(?:,\s*|\s)(?:and|or|but|while|whereas|so)\s+(?=(?:"
     + _WH
@@ -330,7 +325,7 @@ def _unresolved(text: str, masked: str) -> list[tuple[str, int, int]]:
         out.append((text[m.start() : m.end()], m.start(), m.end()))
     for m in _SELF_REFERENCE.finditer(masked):
         out.append((text[m.start() : m.end()], m.start(), m.end()))
-    for m in _CONNECTIVE.finditer(masked):
+    for m in DANGLING_CONNECTIVE.finditer(masked):
         c = m.group("c")
         if c.lower().endswith("ly,") and c.lower().rstrip(", ") in {"only", "early", "family", "supply", "apply"}:
             continue

@@ -11,6 +11,50 @@ from __future__ import annotations
 
 import re
 
+# --------------------------------------------------------------------------- connectives and lead-ins
+# Each is stripped or flagged where it is named; they differ on purpose (a claim's authorial lead-in is not a
+# connective, and a question's dangling connective is a clarity problem), and each is pinned by what was
+# generated and frozen with it.
+
+# The authorial lead-in of a claim sentence ("Here we show that", "Our results indicate that"), stripped
+# when the claim becomes a clause.
+CLAIM_LEAD_IN = re.compile(
+    r"^(?:(?:here|in this (?:paper|work|study|letter)|finally|moreover|furthermore|in addition|additionally|"
+    r"overall|thus|"
+    r"therefore|consequently|importantly|notably|together|taken together|as a result|"
+    r"specifically|in particular|crucially|"
+    r"using [^,]{3,80})\s*,?\s+)*(?:we\s+(?:also\s+|further\s+)?"
+    r"(?:find|found|show|showed|demonstrate|confirm|report|conclude|infer|"
+    r"argue|suggest|reveal|determine|establish|identify)\s+(?:that\s+)?"
+    r"|our (?:results?|analysis|findings|observations|data)\s+"
+    r"(?:show|shows|indicate|indicates|suggest|suggests|reveal|reveals|imply|implies|demonstrate|demonstrates)\s+(?:that\s+)?"
+    r"|(?:these|the) (?:results?|findings|observations|data) "
+    r"(?:show|indicate|suggest|reveal|imply|demonstrate)\s+(?:that\s+)?)",
+    re.I,
+)
+
+# Sentence-initial connectives ("In addition,", "However,"), stripped before a sentence is quoted.
+CONNECTIVE_LEAD_INS = re.compile(
+    r"^(?:(?:in addition|additionally|furthermore|moreover|finally|also|overall|importantly|notably|interestingly|"
+    r"in particular|specifically|crucially|remarkably|surprisingly|consequently|as a result|therefore|thus|hence|"
+    r"however|nevertheless|nonetheless|taken together|together|in summary|in conclusion|to summarize|in short)"
+    r"\s*,?\s+)+",
+    re.I,
+)
+
+# A connective or concessive opening before a future-work sentence's subject ("However, ...").
+CONNECTIVE_BEFORE_SUBJECT = re.compile(
+    r"^(?:however|but|thus|yet|still|moreover|nevertheless|nonetheless|therefore|although[^,]*),\s*", re.I
+)
+
+# A connective that leans on a sentence before it ("Therefore," opening a question, or after "whether").
+DANGLING_CONNECTIVE = re.compile(
+    r"(?:^\W*|\b(?:that|whether|confirm|clarified|settle)\s+)(?P<c>(?:therefore|thus|hence|however|moreover|furthermore|"
+    r"additionally|in addition|in particular|finally|first|second|third|here|in contrast|consequently|"
+    r"more (?:significantly|importantly)|[a-z]+ly)\s*,)",
+    re.I,
+)
+
 # Motivation, difficulty, gaps and aims: what an abstract says before (or around) its findings. Read as
 # "results", such sentences became questions that ask nothing (intelligibility-v1: "X remains a challenge",
 # "data are lacking", "decision making under lack of information is ubiquitous").

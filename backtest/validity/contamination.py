@@ -11,12 +11,12 @@ checked), never at generation or freeze time. ``backtest score`` runs it on ever
 ``backtest contamination FROZEN_DIR|RUN_DIR`` runs it on its own; ``compare`` shows it.
 
 **Terms** (:func:`extract_terms`, applied alike to question fields and to each corpus
-record's title + abstract, after :func:`backtest.generators.extract.detex` strips LaTeX):
+record's title + abstract, after :func:`backtest.text.latex.detex` strips LaTeX):
 
 * ``object``: a catalogued designation found by :func:`backtest.text.objects.find_objects`
   (``WASP-121 b``, ``NGC 1313``, ``GW250114``, ``SN 2025abc``...), normalised as it does;
 * ``name``: a named instrument, mission, survey or facility: an alias of the instrument
-  lexicon :data:`backtest.generators.extract.INSTRUMENTS` as written (``Parker Solar
+  lexicon :data:`backtest.text.lexicon.INSTRUMENTS` as written (``Parker Solar
   Probe``, ``Solar Orbiter``, ``Euclid``, ``JWST``...), or any word with at least two
   capital letters and three characters (an acronym or CamelCase name: ``SPHEREx``,
   ``LSSTCam``, ``DESI-II``, ``MeerKLASS``; a trailing ``'s`` dropped), case-sensitive;
@@ -51,7 +51,7 @@ counted (``n_unseen``) but not flagged.
 **Indexes.** Each corpus's term document frequencies are built once and cached under its
 seal (``corpora/<id>/index/terms/<key>.tsv.gz``; ``BACKTEST_INDEX_CACHE`` shared between
 workspaces as for retrieval indexes), written atomically; ``key`` covers the corpus seal,
-the term definition, the lexicons and the LaTeX clean-up (:func:`~backtest.generators.extract.detex_fingerprint`),
+the term definition, the lexicons and the LaTeX clean-up (:func:`~backtest.text.latex.detex_fingerprint`),
 so any change rebuilds.
 """
 
@@ -80,7 +80,8 @@ from backtest.core.seal import sha256_json
 from backtest.core.stats import proportion
 from backtest.core.workspace import Workspace
 from backtest.corpus.store import CorpusStore
-from backtest.generators.extract import INSTRUMENTS, detex, detex_fingerprint
+from backtest.text.latex import detex, detex_fingerprint
+from backtest.text.lexicon import INSTRUMENTS
 from backtest.text.objects import find_objects
 from backtest.text.terms import GENERIC_TERMS, stem
 from backtest.validity.outputs import ContaminationReport, FlaggedTerm, QuestionProbe
