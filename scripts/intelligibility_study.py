@@ -87,9 +87,13 @@ def study(folder: Path) -> dict[str, Any]:
             {
                 "instance": instance,
                 "generator": generator,
-                "intelligible": proportion(sum(final[i]["intelligible"] == "yes" for i in members), len(members)),
+                "intelligible": proportion(
+                    sum(final[i]["intelligible"] == "yes" for i in members), len(members)
+                ).model_dump(mode="json"),
                 "unintelligible_reasons": dict(sorted(reasons.items())),
-                "real_conflict": proportion(sum(final[i]["real_conflict"] == "yes" for i in conflicts), len(conflicts))
+                "real_conflict": proportion(
+                    sum(final[i]["real_conflict"] == "yes" for i in conflicts), len(conflicts)
+                ).model_dump(mode="json")
                 if conflicts
                 else None,
             }

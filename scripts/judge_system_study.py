@@ -118,26 +118,10 @@ def main() -> int:
 
 def write_card(judge, nested: dict[str, Any], items) -> Path:
     """The new default judge's card: its headline is the nested leave-one-system-out agreement."""
-    from backtest.core.records import read_output, write_output
-    from backtest.judge.cards import card_path, fingerprint
-    from backtest.judge.outputs import ValidityCard
+    from backtest.judge.cards import put_entry
 
-    path = card_path(ROOT / "judges" / "cards", judge.info())
     entry = pooled_card_entry(SETS, items, nested)
-    card = (
-        read_output(ValidityCard, path)
-        if path.is_file()
-        else {
-            "schema_version": "1",
-            "kind": "validity-card",
-            "fingerprint": fingerprint(judge.info()),
-            "judge": judge.info().model_dump(mode="json"),
-            "validations": [],
-        }
-    )
-    card["validations"] = [v for v in card["validations"] if v["items_sha256"] != entry["items_sha256"]] + [entry]
-    write_output(path, ValidityCard, card)
-    return path
+    return put_entry(ROOT / "judges" / "cards", judge.info().model_dump(mode="json"), False, entry)
 
 
 def _k(block: dict[str, Any], field: str) -> str:

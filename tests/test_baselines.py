@@ -43,7 +43,7 @@ def test_baselines_end_to_end_and_rerun(astro_ep_ws, copy_ws, cli, monkeypatch):
     assert "evidence_graph: skipped: evidence_graph: the past corpus of astro-2025-ep holds no typed tension" in out
     folder = ws.results / INSTANCE / "baselines"
     summary = read_output(Baselines, folder / "BASELINES.json")
-    rows = {r["generator"]: r for r in summary["systems"]}
+    rows = {r["generator"]: r for r in summary.systems}
     assert set(rows) == {"random_claims", "direct_llm", "citation_leaders", "evidence_graph"}
     for name in ("direct_llm", "evidence_graph"):
         assert "skipped" in rows[name] and "run" not in rows[name]
@@ -110,4 +110,4 @@ def test_llm_options_reach_only_the_llm_generator(astro_ep_ws, copy_ws, cli):
     metadata = json.loads((ws.root / "submissions" / INSTANCE / "random_claims" / "metadata.json").read_text())
     assert "llm_base_url" not in json.dumps(metadata) and "gemma" not in json.dumps(metadata)
     summary = read_output(Baselines, ws.results / INSTANCE / "baselines" / "BASELINES.json")
-    assert [r["generator"] for r in summary["systems"]] == ["random_claims"] and "compare" not in summary
+    assert [r["generator"] for r in summary.systems] == ["random_claims"] and summary.compare is None

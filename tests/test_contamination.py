@@ -11,6 +11,7 @@ import pytest
 
 from backtest.core.records import read_output
 from backtest.corpus.instance import load_instance, open_past_corpus
+from backtest.scoring.outputs import Run
 from backtest.submit.freeze import freeze_submission
 from backtest.text.latex import detex
 from backtest.text.objects import find_objects
@@ -165,8 +166,8 @@ def test_past_only_set_scores_zero_and_the_cli(astro, tmp_path, cli) -> None:
     assert code == 1 and "1/4 questions" in out and "q_003: object 'SN 2025ogs'" in out
     assert err.strip().splitlines() == ["error: contamination probe: 1/4 questions flagged (0.250), above --max-rate 0"]
     written = read_output(ContaminationReport, tmp_path / "c.json")
-    assert written["rate"]["k"] == 1 and written["frozen_seal"] and written["system"] == "leaky_v1"
-    flagged = {f["term"] for q in written["questions"] for f in q["flagged"]}
+    assert written.rate.k == 1 and written.frozen_seal and written.system == "leaky_v1"
+    flagged = {f.term for q in written.questions for f in q.flagged}
     assert {"SN 2025ogs", "DES-Dovekie"} <= flagged
     code, out, _ = cli(["contamination", str(leaky), "--json"], root=ws.root)
     assert code == 0 and json.loads(out)["by_kind"]["object"]["k"] == 1
@@ -202,8 +203,17 @@ def test_term_index_is_cached_by_seal_and_rebuilt_when_damaged(astro, monkeypatc
 # --------------------------------------------------------------------------- report and compare
 
 
-def _run(probe: dict | None) -> dict:
-    return {"run_id": "r1", "system": "s", "instance_id": "astro-2025", "contamination": probe}
+def _run(probe: dict | None) -> Run:
+    return Run(
+        run_id="r1",
+        system="s",
+        instance_id="astro-2025",
+        instance_seal="0" * 64,
+        frozen_path="frozen/s",
+        frozen_seal="0" * 64,
+        judge={},
+        contamination=probe,
+    )
 
 
 def test_report_and_compare_show_the_probe(tmp_path) -> None:

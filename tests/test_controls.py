@@ -148,7 +148,7 @@ def test_engagement_and_agreement_arithmetic():
         _judgment("q4", "not_addressed"),
     ]
     rate = engagement(a)
-    assert (rate["k"], rate["n"], rate["rate"]) == (3, 4, 0.75)
+    assert (rate.k, rate.n, rate.rate) == (3, 4, 0.75)
     agree = agreement_of(a, b)
     assert agree["outcome"]["raw_agreement"] == 0.5
     assert [c["question_id"] for c in agree["outcome"]["changed"]] == ["q2", "q4"]

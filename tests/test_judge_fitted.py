@@ -232,7 +232,7 @@ def test_pairwise_judge_is_order_free_and_cross_validated(cli, tmp_path):
     from backtest.core.records import read_output
 
     written = read_output(ValidationReport, tmp_path / "pv" / "validation.json")
-    assert written["kind"] == "pairwise-judge-validation" and written["seed"] == 0 and written["n_boot"] is None
+    assert written.kind == "pairwise-judge-validation" and written.seed == 0 and written.n_boot is None
     cons = report["consensus"]
     # 73% when fitted (default fold seed; 71% mean over fold seeds 0-9); the v2 judge with the surface
     # features (names_object, capital_ratio, n_evidence) agreed on 43 (68%)

@@ -288,9 +288,9 @@ def test_grade_end_to_end_with_the_offline_judge(committed, cli, tmp_path):
     assert "PROVISIONAL" in out and "18.5%" in out
     prov = folder / "graded" / "2025-12-15-provisional"
     grade = read_output(Grade, prov / "GRADE.json")
-    assert grade["provisional"] is True and grade["window_end_graded"] == "2025-12-15"
+    assert grade.provisional is True and grade.window_end_graded == "2025-12-15"
     assert "PROVISIONAL" in (prov / "GRADE.md").read_text()
-    assert read_output(GradeNote, prov / "hand_ep" / "GRADE_NOTE.json")["provisional"] is True
+    assert read_output(GradeNote, prov / "hand_ep" / "GRADE_NOTE.json").provisional is True
     # the scheduled grade once the whole window has passed
     code, out, err = cli(["prospective", "grade", folder, "--as-of", "2026-07-01", "--json"], root=ws.root)
     assert code == 0, err

@@ -163,12 +163,11 @@ def test_lag_by_day_and_unknown_labels_on_release_records():
         (dt.date(min(int(i[:4]) for i in j.supporting_ids), 7, 1) - dt.date(2020, 12, 31)).days / 365.25
         for j in judgments
     ]
-    assert m["first_engagement_lag_years"]["n"] == 10 and m["first_engagement_lag_years"]["n_undated_citations"] == 0
-    assert m["first_engagement_lag_years"]["mean"] == pytest.approx(sum(expected) / 10)
-    assert m["first_engagement_lag_years"]["mean"] == pytest.approx(
-        2.9 - 0.5, abs=0.01
-    )  # year convention minus half a year
-    assert m["release"]["first_engagement_lag_years"]["mean"] == 2.9
+    lag = m.first_engagement_lag_years
+    assert lag.n == 10 and lag.n_undated_citations == 0
+    assert lag.mean == pytest.approx(sum(expected) / 10)
+    assert lag.mean == pytest.approx(2.9 - 0.5, abs=0.01)  # year convention minus half a year
+    assert m.release["first_engagement_lag_years"]["mean"] == 2.9
     odd = judgment_from_release(
         {
             "question_id": questions[0].question_id,
@@ -180,9 +179,9 @@ def test_lag_by_day_and_unknown_labels_on_release_records():
     )
     assert odd.needs_review == ["unknown outcome label 'resolved'", "unknown premise_status label 'maybe'"]
     m = compute_metrics(questions, [odd, *judgments[1:]], retrievals, "2020-12-31")
-    assert m["unknown_labels"] == {"outcome": {"resolved": 1}, "premise_status": {"maybe": 1}}
-    assert m["unresolved"]["k"] == 1 and sum(p["k"] for p in m["outcomes"].values()) == 9
-    assert m["needs_review"]["n"] == 1
+    assert m.unknown_labels.model_dump() == {"outcome": {"resolved": 1}, "premise_status": {"maybe": 1}}
+    assert m.unresolved.k == 1 and sum(p.k for p in m.outcomes.values()) == 9
+    assert m.needs_review.n == 1
     assert release_metrics(questions, judgments, retrievals, "2020-12-31")["n_questions"] == 10
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
@@ -114,20 +113,22 @@ def test_stress_on_space_categories_at_three_cutoffs(cli, tmp_path):
     code, out, err = cli(args, root=ws.root)
     assert code == 0, err
     table = read_output(Stress, ws.results / "stress" / "st" / "STRESS.json")
-    rows = table["rows"]
-    assert [(r["generator"], r["cutoff"]) for r in rows] == [("random_claims", c) for c in CUTOFFS]
+    rows = table.rows
+    assert [(r.generator, r.cutoff) for r in rows] == [("random_claims", c) for c in CUTOFFS]
     for row in rows:
-        assert row["status"] == "scored", row.get("reason")
-        assert row["n"] == 4
-        for key in ("coverage", "answered", "refuted"):
-            lo, hi = row[key]["ci95"]
-            assert 0.0 <= lo <= row[key]["rate"] <= hi <= 1.0 and hi - lo > 0.3  # n = 4: wide exact intervals
-        cutoff = dt.date.fromisoformat(row["cutoff"])
+        assert row.status == "scored", row.reason
+        extra = row.model_extra or {}  # a scored row's counts and paths
+        assert extra["n"] == 4
+        for rate in (row.coverage, row.answered, row.refuted):
+            assert rate is not None and rate.rate is not None
+            lo, hi = rate.ci95
+            assert 0.0 <= lo <= rate.rate <= hi <= 1.0 and hi - lo > 0.3  # n = 4: wide exact intervals
+        cutoff = dt.date.fromisoformat(row.cutoff)
         past = CorpusStore.open(f"st-{cutoff:%Y%m%d}-past", ws)
         future = CorpusStore.open(f"st-{cutoff:%Y%m%d}-future", ws)
         assert max(past.dates.values()) <= cutoff < min(future.dates.values())
         assert max(future.dates.values()) <= cutoff.replace(year=cutoff.year + 1)
-        assert row["n_past"] == len(past) and row["n_future"] == len(future)
+        assert extra["n_past"] == len(past) and extra["n_future"] == len(future)
     # the Markdown table printed and written: one row per generator per cutoff, each with intervals
     md = (ws.results / "stress" / "st" / "STRESS.md").read_text()
     assert md in out
@@ -138,4 +139,4 @@ def test_stress_on_space_categories_at_three_cutoffs(cli, tmp_path):
     code, out2, err = cli(args, root=ws.root)
     assert code == 0, err
     assert (ws.frozen / "LEDGER.jsonl").read_text() == ledger
-    assert json.loads((ws.results / "stress" / "st" / "STRESS.json").read_text())["rows"] == rows
+    assert read_output(Stress, ws.results / "stress" / "st" / "STRESS.json").rows == rows

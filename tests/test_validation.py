@@ -160,8 +160,8 @@ def test_round_trip_and_validate(scored, cli, tmp_path):
     assert report["engaged_rate"]["judge"] == pytest.approx(expected_eng)
     assert (tmp_path / "val" / "validation.html").read_text().count("<img") == 3
     card = load_card(ws.judges / "cards", judge.info())
-    assert card is not None and card["fingerprint"] == fingerprint(judge.info())
-    assert card["validations"][0]["n"] == 10 and card["validations"][0]["evaluation"] == "as-is"
+    assert card is not None and card.fingerprint == fingerprint(judge.info())
+    assert card.validations[0]["n"] == 10 and card.validations[0]["evaluation"] == "as-is"
     assert "κ engaged" in card_line(card)
     # the run report prints the card; a judge without one is marked not validated
     assert cli(["report", str(run_dir)], root=ws.root)[0] == 0
@@ -225,19 +225,14 @@ def test_decode_is_typed_merged_and_an_unknown_version_refused(scored, cli, tmp_
         assert cli(args, root=ws.root)[0] == 0
     batch = read_output(Decode, first / "decode.json")
     assert (
-        batch["schema_version"] == "1"
-        and batch["kind"] == "items"
-        and sorted(batch["items"])
-        == [
-            "item001",
-            "item002",
-            "item003",
-        ]
+        batch.schema_version == "1"
+        and batch.kind == "items"
+        and sorted(batch.items) == ["item001", "item002", "item003"]
     )
     code, _, err = cli(["annotate", "merge", str(first), str(second), "--out", str(merged)])
     assert code == 0, err
     decode = read_output(Decode, merged / "decode.json")
-    assert len(decode["items"]) == 6 and [m["first_item"] for m in decode["merged_from"]] == [1, 4]
+    assert len(decode.items) == 6 and [m["first_item"] for m in decode.merged_from or []] == [1, 4]
     (second / "decode.json").write_text(json.dumps({**read_json(second / "decode.json"), "schema_version": "9"}))
     code, _, err = cli(["annotate", "merge", str(first), str(second), "--out", str(tmp_path / "again")])
     assert code == 2 and len(err.strip().splitlines()) == 1

@@ -33,6 +33,7 @@ import base64
 import html
 import itertools
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -60,22 +61,26 @@ PROPORTION_ROWS = (
 )
 
 
-def load_run(run_dir: str | Path) -> dict[str, Any]:
-    """Read one run folder: ``{"path", "run", "metrics"}`` (metrics computed if absent)."""
+@dataclass(frozen=True)
+class LoadedRun:
+    """One run folder read: where it is, its ``RUN.json`` and its ``metrics.json`` (computed when absent)."""
+
+    path: str
+    run: Run
+    metrics: Metrics
+
+
+def load_run(run_dir: str | Path) -> LoadedRun:
+    """Read one run folder (metrics computed from its files when it has no metrics.json)."""
     folder = Path(run_dir)
     if not (folder / "RUN.json").is_file():
         raise BadInput(f"{folder}: not a run folder (no RUN.json)")
     run = read_output(Run, folder / "RUN.json")
-    if not isinstance(run, dict):
-        raise BadInput(f"{folder / 'RUN.json'}: expected a JSON object")
     if (folder / "metrics.json").is_file():
         metrics = read_output(Metrics, folder / "metrics.json")
     else:
         metrics = _metrics_from_files(folder, run)
-    for key in ("coverage", "answered_rate", "premise_refutation_rate", "n_questions"):
-        if key not in metrics:
-            raise BadInput(f"{folder / 'metrics.json'}: no {key!r} (not a backtest metrics file?)")
-    return {"path": str(folder), "run": run, "metrics": metrics}
+    return LoadedRun(str(folder), run, metrics)
 
 
 GROUNDED = (("coverage", "coverage"), ("answered", "answered"), ("premise_refuted", "premise refuted"))
@@ -94,45 +99,45 @@ def compare_runs(
     if not run_dirs:
         raise BadInput("compare needs at least one run folder")
     runs = [load_run(d) for d in run_dirs]
-    invalid = [r for r in runs if r["run"].get("valid") is False or r["metrics"].get("valid") is False]
+    invalid = [r for r in runs if r.run.valid is False or r.metrics.valid is False]
     if invalid and not allow_invalid:
-        names = ", ".join(r["path"] for r in invalid)
+        names = ", ".join(r.path for r in invalid)
         raise CheckFailed(
             f"refusing invalid run(s) (a leakage check failed): {names}; pass --allow-invalid to compare anyway",
-            [f"{r['path']}: RUN.json valid=false" for r in invalid],
+            [f"{r.path}: RUN.json valid=false" for r in invalid],
         )
     label_sets = [load_label_set(p) for p in labels]
     rows = []
     for label, r in zip(_labels(runs), runs):
-        m = r["metrics"]
-        run_ws = ws or Workspace.of_run(r["path"])
-        estimate = estimate_run(r["path"], label_sets, run_ws) if label_sets else None
+        m, run = r.metrics, r.run
+        run_ws = ws or Workspace.of_run(r.path)
+        estimate = estimate_run(r.path, label_sets, run_ws) if label_sets else None
+        judge_outcomes = {o: m.outcomes[o].k for o in OUTCOMES}
         row = {
             "label": label,
-            "system": r["run"].get("system"),
-            "run_id": r["run"].get("run_id"),
-            "instance_id": r["run"].get("instance_id"),
-            "path": r["path"],
-            "valid": not (r["run"].get("valid") is False or m.get("valid") is False),
-            "judge": r["run"].get("judge"),
-            "judge_validity": run_validity(run_ws, r["run"].get("judge") or {})["line"],
+            "system": run.system,
+            "run_id": run.run_id,
+            "instance_id": run.instance_id,
+            "path": r.path,
+            "valid": not (run.valid is False or m.valid is False),
+            "judge": run.judge,
+            "judge_validity": run_validity(run_ws, run.judge)["line"],
             "grounded": None if estimate is None else estimate.model_dump(mode="json", by_alias=True),
-            "judge_outcomes": {o: m["outcomes"][o]["k"] for o in OUTCOMES},
-            "judge_flags": estimate.flags
-            if estimate is not None
-            else collapse_flags({o: m["outcomes"][o]["k"] for o in OUTCOMES}),
-            "n_questions": m["n_questions"],
-            "cost": r["run"].get("cost"),
+            "judge_outcomes": judge_outcomes,
+            "judge_flags": estimate.flags if estimate is not None else collapse_flags(judge_outcomes),
+            "n_questions": m.n_questions,
+            "cost": run.cost,
         }
-        for key, _ in PROPORTION_ROWS:
-            row[key] = m["outcomes"][key] if key in OUTCOMES else m.get(key)
-        row["mean_supporting_papers"] = m.get("mean_supporting_papers")
-        row["mean_top1_similarity"] = m.get("mean_top1_similarity")
-        row["first_engagement_lag_years"] = (m.get("first_engagement_lag_years") or {}).get("mean")
-        row["first_engagement_lag_years_release"] = (
-            (m.get("release") or {}).get("first_engagement_lag_years") or {}
-        ).get("mean")
-        row["contamination_rate"] = contamination_rate(r["path"], r["run"])
+        for key, _ in PROPORTION_ROWS:  # the judge's rates; contamination_rate is the probe's, below
+            if key in OUTCOMES:
+                row[key] = m.outcomes[key].model_dump(mode="json")
+            elif key in Metrics.model_fields:
+                row[key] = getattr(m, key).model_dump(mode="json")
+        row["mean_supporting_papers"] = m.mean_supporting_papers
+        row["mean_top1_similarity"] = m.mean_top1_similarity
+        row["first_engagement_lag_years"] = m.first_engagement_lag_years.mean
+        row["first_engagement_lag_years_release"] = (m.release.get("first_engagement_lag_years") or {}).get("mean")
+        row["contamination_rate"] = contamination_rate(r.path, run)
         rows.append(row)
     tests = _pairwise_tests(rows)
     grounded = bool(label_sets)
@@ -142,12 +147,14 @@ def compare_runs(
         seen = {json.dumps(r[key], sort_keys=True) for r in rows}
         if len(seen) > 1:
             warnings.append(f"runs come from different {what}; rates are relative to corpus, retriever and judge")
-    for r in rows:
-        if not r["valid"]:
-            warnings.append(f"INVALID run included by --allow-invalid: {r['label']} ({r['path']})")
-        warnings += [f"{r['label']}: {flag}" for flag in r["judge_flags"]]
-        if grounded and r["grounded"] is None:
-            warnings.append(f"{r['label']}: not read (no --labels folder sampled this run): ranked after the read runs")
+    for row in rows:
+        if not row["valid"]:
+            warnings.append(f"INVALID run included by --allow-invalid: {row['label']} ({row['path']})")
+        warnings += [f"{row['label']}: {flag}" for flag in row["judge_flags"]]
+        if grounded and row["grounded"] is None:
+            warnings.append(
+                f"{row['label']}: not read (no --labels folder sampled this run): ranked after the read runs"
+            )
     return {
         "schema_version": "1",
         "allow_invalid": allow_invalid,
@@ -244,11 +251,11 @@ def _grounded_tests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**d.model_dump(mode="json"), "a": label[d.a], "b": label[d.b]} for d in diffs]
 
 
-def contamination_rate(run_dir: str | Path, run: dict[str, Any]) -> dict[str, Any] | None:
+def contamination_rate(run_dir: str | Path, run: Run) -> dict[str, Any] | None:
     """The run's contamination-probe rate ``{k, n, rate, ci95}``: from ``RUN.json`` when scoring recorded it,
     else probed now on the run's frozen set in the run's own workspace (cached term indexes); None when the
     probe cannot run there (no corpora, a set that is not frozen and intact)."""
-    stored = (run.get("contamination") or {}).get("rate")
+    stored = (run.contamination or {}).get("rate")
     if isinstance(stored, dict):
         return stored
     from backtest.core.errors import BacktestError
@@ -309,28 +316,26 @@ def _pairwise_tests(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return tests
 
 
-def _labels(runs: list[dict[str, Any]]) -> list[str]:
-    systems = [str(r["run"].get("system") or Path(r["path"]).parent.name) for r in runs]
+def _labels(runs: list[LoadedRun]) -> list[str]:
+    systems = [r.run.system or Path(r.path).parent.name for r in runs]
     labels = []
     for system, r in zip(systems, runs):
-        label = (
-            system if systems.count(system) == 1 else f"{system}@{r['run'].get('instance_id')}/{r['run'].get('run_id')}"
-        )
+        label = system if systems.count(system) == 1 else f"{system}@{r.run.instance_id}/{r.run.run_id}"
         labels.append(label)
     if len(set(labels)) != len(labels):
         raise BadInput("the same run folder was given twice")
     return labels
 
 
-def _questions_path(folder: Path, run: dict[str, Any]) -> Path:
-    frozen = Path(run.get("frozen_path", ""))
+def _questions_path(folder: Path, run: Run) -> Path:
+    frozen = Path(run.frozen_path)
     if not frozen.is_absolute():
         root = folder.parents[3] if len(folder.parents) > 3 else folder
         frozen = root / frozen
     return frozen / "questions.jsonl"
 
 
-def run_questions(folder: Path, run: dict[str, Any]) -> list[Question] | None:
+def run_questions(folder: Path, run: Run) -> list[Question] | None:
     """The frozen questions a run names (``RUN.json`` ``frozen_path``, relative to the run's workspace), or
     None when they are not there."""
     qpath = _questions_path(Path(folder), run)
@@ -339,7 +344,7 @@ def run_questions(folder: Path, run: dict[str, Any]) -> list[Question] | None:
     return [parse_record(Question, row, f"{qpath}:{n}") for n, row in iter_jsonl(qpath)]
 
 
-def _metrics_from_files(folder: Path, run: dict[str, Any]) -> dict[str, Any]:
+def _metrics_from_files(folder: Path, run: Run) -> Metrics:
     questions = run_questions(folder, run)
     if questions is None:
         qpath = _questions_path(folder, run)
@@ -354,7 +359,7 @@ def _metrics_from_files(folder: Path, run: dict[str, Any]) -> dict[str, Any]:
             parse_record(Retrieval, row, f"{folder}/retrieval.jsonl:{n}")
             for n, row in iter_jsonl(folder / "retrieval.jsonl")
         ]
-    cutoff = questions[0].cutoff_date if questions else str(run.get("cutoff") or "")
+    cutoff = questions[0].cutoff_date if questions else str(run.cutoff or "")
     return compute_metrics(questions, judgments, retrievals, cutoff)
 
 

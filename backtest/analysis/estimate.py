@@ -40,6 +40,7 @@ from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, Output, 
 from backtest.core.stats import adjust_pvalues, cohen_kappa
 from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import collapse_flags
+from backtest.scoring.outputs import Run
 
 HEADLINE = "coverage"
 ADJUDICATED = "adjudicated"
@@ -149,7 +150,7 @@ def load_label_set(folder: str | Path) -> LabelSet:
     folder = Path(folder)
     if not (folder / "decode.json").is_file():
         raise BadInput(f"{folder}: no decode.json (give the folder `backtest annotate export` wrote)")
-    decode = Decode.model_validate(read_output(Decode, folder / "decode.json"))
+    decode = read_output(Decode, folder / "decode.json")
     if decode.kind != "items":
         raise BadInput(f"{folder}: an export of arena pairs; estimates need (question, documents) items")
     if decode.design is None:
@@ -211,14 +212,13 @@ def _reader_values(
 # --------------------------------------------------------------------------- runs
 
 
-def _run_judgments(run_dir: Path) -> tuple[dict[str, Any], list[Judgment]]:
+def _run_judgments(run_dir: Path) -> tuple[Run, list[Judgment]]:
     from backtest.core.fileio import iter_jsonl
-    from backtest.scoring.outputs import Run
 
     if not (run_dir / "RUN.json").is_file():
         raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
     run = read_output(Run, run_dir / "RUN.json")
-    if run.get("status") != "complete" or not (run_dir / "judgments.jsonl").is_file():
+    if run.status != "complete" or not (run_dir / "judgments.jsonl").is_file():
         raise BadInput(f"{run_dir}: run is not complete; finish it with backtest score")
     path = run_dir / "judgments.jsonl"
     return run, [parse_record(Judgment, o, f"{path}:{n}") for n, o in iter_jsonl(path)]
@@ -278,9 +278,9 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
             reader_outcomes[v] = reader_outcomes.get(v, 0.0) + 1 / len(votes)
     return RunEstimate(
         run=name,
-        system=str(run.get("system")),
-        instance=str(run.get("instance_id")),
-        judge=str((run.get("judge") or {}).get("name")),
+        system=run.system,
+        instance=run.instance_id,
+        judge=str(run.judge.get("name")),
         labels=ws.relative(label_set.folder),
         readers=sorted(label_set.readers),
         adjudicated=label_set.adjudicated,
@@ -495,7 +495,7 @@ def plan_runs(
         elif pooled[0] and (r := _pearson(*pooled)) is not None:
             rho, rho_from = r, f"the pilot samples pooled (n={len(pooled[0])})"
         else:
-            card = run_validity(ws, run.get("judge") or {})
+            card = run_validity(ws, run.judge)
             kappas = [
                 v["engaged"]["kappa"] for v in card["validations"] if v.get("engaged", {}).get("kappa") is not None
             ]
@@ -511,7 +511,7 @@ def plan_runs(
         n = len(judgments)
         plan = RunPlan(
             run=name,
-            system=str(run.get("system")),
+            system=run.system,
             n=n,
             rate=round(rate, 4),
             rate_from=rate_from,

@@ -31,6 +31,7 @@ from backtest.core.fileio import atomic_write_text, iter_jsonl
 from backtest.core.html import page, rate_cell, table
 from backtest.core.workspace import Workspace
 from backtest.retrieve.compact import rematerialise
+from backtest.scoring.outputs import Run
 
 esc = html.escape
 
@@ -63,9 +64,9 @@ def _retriever_cell(retriever: dict[str, Any] | None) -> str:
     )
 
 
-def _run_retriever(folder: Path, run: dict[str, Any]) -> dict[str, Any]:
+def _run_retriever(folder: Path, run: Run) -> dict[str, Any]:
     """What retrieved the documents: the run's record of it, else the first retrieval line's."""
-    retriever = dict(run.get("retriever") or {})
+    retriever = dict(run.retriever or {})
     for _, row in iter_jsonl(folder / "retrieval.jsonl") if (folder / "retrieval.jsonl").is_file() else ():
         retriever = {**(row.get("retriever") or {}), **retriever, "k": row.get("k", retriever.get("k"))}
         break
@@ -99,16 +100,16 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
     questions = {q.question_id: q for q in (run_questions(folder, run) or [])}
     judgments = [j for _, j in iter_jsonl(folder / "judgments.jsonl")]
     rows = [r for _, r in iter_jsonl(folder / "retrieval.jsonl")] if (folder / "retrieval.jsonl").is_file() else []
-    retrievals = {r["question_id"]: r for r in rematerialise(folder, str(run.get("instance_id")), rows)}
+    retrievals = {r["question_id"]: r for r in rematerialise(folder, run.instance_id, rows)}
     label = row["label"]
     parts = [
         f"<h1>{esc(label)}</h1>",
         "<ul>",
-        f"<li>instance <code>{esc(str(run.get('instance_id')))}</code>, cutoff {esc(str(run.get('cutoff')))}</li>",
-        f"<li>run <code>{esc(str(run.get('run_id')))}</code>, "
-        f"frozen set <code>{esc(str(run.get('frozen_path')))}</code> "
-        f"(seal <code>{esc(str(run.get('frozen_seal'))[:16])}…</code>)</li>",
-        f"<li>judge {_judge_cell(run.get('judge'))}; {esc(row['judge_validity'])}</li>",
+        f"<li>instance <code>{esc(run.instance_id)}</code>, cutoff {esc(str(run.cutoff))}</li>",
+        f"<li>run <code>{esc(run.run_id)}</code>, "
+        f"frozen set <code>{esc(run.frozen_path)}</code> "
+        f"(seal <code>{esc(run.frozen_seal[:16])}…</code>)</li>",
+        f"<li>judge {_judge_cell(run.judge)}; {esc(row['judge_validity'])}</li>",
         f"<li>retriever {_retriever_cell(_run_retriever(folder, run))}</li>",
         "</ul>",
     ]
@@ -163,9 +164,9 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
     headers = ["question", "outcome", "premise", "cited", "text"]
     parts += ["<h2>Questions</h2>", table(headers, index_rows, table_id="questions"), *details]
     return page(
-        f"{label} on {run.get('instance_id')}",
+        f"{label} on {run.instance_id}",
         parts,
-        nav=[("all instances", "../index.html"), (str(run.get("instance_id")), instance_href)],
+        nav=[("all instances", "../index.html"), (run.instance_id, instance_href)],
     )
 
 
@@ -210,7 +211,7 @@ def build_site(
     by_instance: dict[str, list[str | Path]] = defaultdict(list)
     for folder in run_dirs:
         folder = Path(folder)
-        by_instance[str(load_run(folder)["run"].get("instance_id"))].append(folder)
+        by_instance[load_run(folder).run.instance_id].append(folder)
     out = Path(out)
     written: list[Path] = []
     summary_rows = []
@@ -221,8 +222,8 @@ def build_site(
         settings = []
         cutoff = None
         for row in comparison["systems"]:
-            run = load_run(Path(row["path"]))["run"]
-            cutoff = cutoff or run.get("cutoff")
+            run = load_run(Path(row["path"])).run
+            cutoff = cutoff or run.cutoff
             row["run"] = run
             settings.append(
                 [

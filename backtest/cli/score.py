@@ -11,10 +11,11 @@ from backtest.cli.common import echo_json, executor_options, executor_spec, json
 
 def _validity_line(ws, run_dir: Path) -> str:
     """The judge-validity line of a finished run (its judge's card, or that it has none)."""
-    from backtest.core.fileio import read_json
+    from backtest.core.records import read_output
     from backtest.judge.cards import run_validity
+    from backtest.scoring.outputs import Run
 
-    return run_validity(ws, read_json(run_dir / "RUN.json")["judge"])["line"]
+    return run_validity(ws, read_output(Run, run_dir / "RUN.json").judge)["line"]
 
 
 @click.command("score")
@@ -146,10 +147,10 @@ def report(ctx, run_dir):
 
     ws = workspace(ctx)
     run, retrievals, judgments, metrics = load_run_files(run_dir)
-    frozen = Path(run["frozen_path"])
+    frozen = Path(run.frozen_path)
     bundle = load_frozen(frozen if frozen.is_absolute() else ws.root / frozen)
     md, page = write_reports(
-        run_dir, run, bundle.questions, retrievals, judgments, metrics, run_validity(ws, run["judge"])["line"]
+        run_dir, run, bundle.questions, retrievals, judgments, metrics, run_validity(ws, run.judge)["line"]
     )
     click.echo(f"wrote {md} and {page}")
 

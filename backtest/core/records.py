@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -118,22 +118,32 @@ class Output(Versioned):
     model_config = ConfigDict(extra="allow")
 
 
-def read_output(model: type[Versioned], path: Path | str) -> dict[str, Any]:
-    """An output file's JSON object, checked against its model: BadInput naming the file when it is not one,
-    or carries a schema_version this build does not read. The data is returned as written."""
+V = TypeVar("V", bound=Versioned)
+
+
+def read_output(model: type[V], path: Path | str) -> V:
+    """An output file read as its model: BadInput naming the file when it is not one, or carries a
+    schema_version this build does not read."""
     from backtest.core.fileio import read_json
 
-    data = read_json(Path(path))
-    parse_record(model, data, str(path))
-    return data  # type: ignore[no-any-return]
+    parsed: V = parse_record(model, read_json(Path(path)), str(path))
+    return parsed
 
 
-def write_output(path: Path | str, model: type[Versioned], data: dict[str, Any]) -> Path:
-    """Check ``data`` against its output model, then write it (atomic JSON, as :func:`write_json`)."""
+def output_dict(output: Versioned) -> dict[str, Any]:
+    """An output model as the JSON object it is written as: the fields it was given or set, no defaults added
+    (a file read and written again is the same bytes)."""
+    return output.model_dump(mode="json", exclude_unset=True)
+
+
+def write_output(path: Path | str, model: type[Versioned], data: dict[str, Any] | Versioned) -> Path:
+    """Check ``data`` (a dict or a model) against its output model, then write it (atomic JSON, as
+    :func:`~backtest.core.fileio.write_json`)."""
     from backtest.core.fileio import write_json
 
-    parse_record(model, data, f"{path} (as written)")
-    return write_json(Path(path), data)
+    raw = output_dict(data) if isinstance(data, Versioned) else data
+    parse_record(model, raw, f"{path} (as written)")
+    return write_json(Path(path), raw)
 
 
 # --------------------------------------------------------------------------- corpora

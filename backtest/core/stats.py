@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from backtest.core.records import Rate
+
 SUGGESTIVE_BAND = (0.01, 0.05)
 
 
@@ -54,10 +56,10 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     return (lo, hi)
 
 
-def proportion(k: int, n: int, alpha: float = 0.05) -> dict[str, Any]:
-    """``{"k", "n", "rate", "ci95": [lo, hi]}`` for ``k`` of ``n`` (rate None when n = 0)."""
+def proportion(k: int, n: int, alpha: float = 0.05) -> Rate:
+    """``k`` of ``n`` with its Clopper-Pearson interval (``rate`` None when n = 0)."""
     lo, hi = clopper_pearson(k, n, alpha)
-    return {"k": int(k), "n": int(n), "rate": (k / n) if n else None, "ci95": [lo, hi]}
+    return Rate(k=int(k), n=int(n), rate=(k / n) if n else None, ci95=(lo, hi))
 
 
 def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> dict[str, float]:

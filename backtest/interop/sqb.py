@@ -54,7 +54,9 @@ from backtest.core.records import (
     Question,
     Retrieval,
     SubmissionMetadata,
+    output_dict,
     parse_record,
+    read_output,
 )
 from backtest.core.seal import sha256_bytes, sha256_file, with_seal
 from backtest.core.sums import verify_sums
@@ -62,6 +64,7 @@ from backtest.core.text import CONTROL_CHARS, visible
 from backtest.core.workspace import Workspace
 from backtest.interop.sqb_layout import PROSPECTIVE, InstanceSpec, SetSpec, discover_release
 from backtest.scoring.metrics import compute_metrics
+from backtest.scoring.outputs import Run
 from backtest.submit.ledger import append_entry, find_entry, read_ledger
 
 NO_TEXT_NOTE = (
@@ -121,13 +124,11 @@ def import_sqb(
             str(p.relative_to(ws.root)) for p in import_annotation(release, ws.root / "labels" / "sqb-annotation")
         ]
     summary.update(skipped=plan.skipped, unexpected=plan.unexpected, not_scanned=plan.not_scanned, notes=notes)
+    written = {run: read_output(Run, ws.root / run / "RUN.json") for run in summary["runs"]}
     summary["invalid_runs"] = [
-        {
-            "run": run,
-            "failed": [c["name"] for c in read_json(ws.root / run / "RUN.json")["leakage"] if c["status"] == "failed"],
-        }
-        for run in summary["runs"]
-        if not read_json(ws.root / run / "RUN.json")["valid"]
+        {"run": run, "failed": [c["name"] for c in record.leakage or [] if c["status"] == "failed"]}
+        for run, record in written.items()
+        if not record.valid
     ]
     return summary
 
@@ -469,12 +470,12 @@ def _write_run(
         "instance_id": instance.instance_id,
         "system": spec.system,
         "valid": valid,
-        **metrics,
+        **output_dict(metrics),
     }
     if reference is not None:
         metrics_doc["reference_metrics"] = reference
         metrics_doc["reference_match"] = {
-            k: metrics["release"][k] == v for k, v in reference.items() if k in metrics["release"]
+            k: metrics.release[k] == v for k, v in reference.items() if k in metrics.release
         }
     _write_once(folder / "metrics.json", metrics_doc)
     judge_models = sorted({j.judge.model for j in judged if j.judge.model})

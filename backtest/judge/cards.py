@@ -109,33 +109,37 @@ def entry_files(entry: dict[str, Any], sets: dict[str, Path], root: Path) -> dic
 
 def write_card(cards_dir: Path, report: dict[str, Any], set_name: str) -> Path:
     """Add (or replace) this validation's entry on the judge's card; return the card's path."""
-    pairwise = report["kind"] == "pairwise-judge-validation"
-    info = report["judge"]
-    path = card_path(cards_dir, info, pairwise)
-    card = (
-        read_output(ValidityCard, path)
-        if path.is_file()
-        else {
-            "schema_version": "1",
-            "kind": "validity-card" if not pairwise else "pairwise-validity-card",
-            "fingerprint": fingerprint(info),
-            "judge": info,
-            "validations": [],
-        }
-    )
     entry = card_entry(report, set_name)
     root = Path(cards_dir).parent.parent
     entry["files"] = {
         "items": _where(report["items"]["path"], root),
         "labels": {name: _where(src["path"], root) for name, src in report["labels"].items()},
     }
-    card["validations"] = [v for v in card["validations"] if v["items_sha256"] != entry["items_sha256"]] + [entry]
-    card["validations"].sort(key=lambda v: v["set"])
+    return put_entry(cards_dir, report["judge"], report["kind"] == "pairwise-judge-validation", entry)
+
+
+def put_entry(cards_dir: Path, info: dict[str, Any], pairwise: bool, entry: dict[str, Any]) -> Path:
+    """Put ``entry`` on the card of judge ``info`` (made when it has none), replacing an entry of the same items;
+    entries in set order. Returns the card's path."""
+    path = card_path(cards_dir, info, pairwise)
+    card = (
+        read_output(ValidityCard, path)
+        if path.is_file()
+        else ValidityCard(
+            schema_version="1",
+            kind="validity-card" if not pairwise else "pairwise-validity-card",
+            fingerprint=fingerprint(info),
+            judge=info,
+            validations=[],
+        )
+    )
+    kept = [v for v in card.validations if v["items_sha256"] != entry["items_sha256"]]
+    card = card.model_copy(update={"validations": sorted([*kept, entry], key=lambda v: v["set"])})
     write_output(path, ValidityCard, card)
     return path
 
 
-def load_card(cards_dir: Path, info: Any, pairwise: bool = False) -> dict[str, Any] | None:
+def load_card(cards_dir: Path, info: Any, pairwise: bool = False) -> ValidityCard | None:
     """The judge's card as written, or None where it has none (check it with :func:`card_problems`)."""
     path = card_path(cards_dir, info, pairwise)
     return read_output(ValidityCard, path) if path.is_file() else None
@@ -200,36 +204,37 @@ def _entry_problems(entry: dict[str, Any], sets: dict[str, Path], validation_dir
     return out
 
 
-def card_problems(path: Path, card: dict[str, Any], info: Any = None) -> list[str]:
+def card_problems(path: Path, card: ValidityCard, info: Any = None) -> list[str]:
     """Why the card at ``path`` (under ``judges/cards/``) cannot be trusted; empty when it passes every check
     that needs no judge run. ``info``: the judge it is read for (a run's judge), when there is one."""
-    fp = card.get("fingerprint")
-    pairwise = card.get("kind") == "pairwise-validity-card"
+    fp = card.fingerprint
+    pairwise = card.kind == "pairwise-validity-card"
     out = []
     if path.stem != f"{'pairwise-' if pairwise else ''}{fp}":
         out.append(f"its fingerprint {fp} is not its file name {path.name}")
-    if fingerprint(card.get("judge") or {}) != fp:
+    if fingerprint(card.judge) != fp:
         out.append(f"its judge entry does not have the fingerprint {fp} it claims")
     if info is not None and fingerprint(info) != fp:
         out.append(f"it is for judge {fp}, not this judge ({fingerprint(info)})")
-    if not card.get("validations"):
+    if not card.validations:
         out.append("it has no validations")
     validation_dir = path.parent.parent / "validation"
     sets = committed_sets(validation_dir)
-    for entry in card.get("validations") or []:
+    for entry in card.validations:
         out += _entry_problems(entry, sets, validation_dir)
     return out
 
 
-def checked_card(cards_dir: Path, info: Any, pairwise: bool = False) -> tuple[Path, dict[str, Any] | None, list[str]]:
-    """The judge's card path, the card (None when it has none) and why it cannot be trusted (empty when it can)."""
+def checked_card(cards_dir: Path, info: Any, pairwise: bool = False) -> tuple[Path, ValidityCard | None, list[str]]:
+    """The judge's card path, the card (None when it has none or it cannot be read) and why it cannot be trusted
+    (empty when it can)."""
     path = card_path(cards_dir, info, pairwise)
     if not path.is_file():
         return path, None, []
     try:
         card = read_output(ValidityCard, path)
     except (BadInput, ValueError, json.JSONDecodeError) as err:
-        return path, {}, [f"unreadable: {str(err).splitlines()[0]}"]
+        return path, None, [f"unreadable: {str(err).splitlines()[0]}"]
     return path, card, card_problems(path, card, info)
 
 
@@ -244,19 +249,17 @@ def _ci(entry: dict[str, Any]) -> str:
     return f"{entry['kappa']:.2f} [{lo:.2f}, {hi:.2f}]" if entry["kappa"] is not None and lo is not None else "n/a"
 
 
-def card_line(card: dict[str, Any] | None, problems: list[str] | tuple[str, ...] = ()) -> str:
+def card_line(card: ValidityCard | None, problems: list[str] | tuple[str, ...] = ()) -> str:
     """One line for reports: the card's kappas (engaged, outcome) with intervals, n and set; 'not validated'; or,
     where the card failed its checks (``problems``), 'card invalid' with the first reason and never its numbers."""
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         return f"{CARD_INVALID}: {problems[0]}{more}; run `backtest judge verify-card`"
-    if card is None:
-        return NOT_VALIDATED
-    if not card.get("validations"):
+    if card is None or not card.validations:
         return NOT_VALIDATED
     parts = []
-    for v in card["validations"]:
-        if card.get("kind") == "pairwise-validity-card":
+    for v in card.validations:
+        if card.kind == "pairwise-validity-card":
             lo, hi = v["ci95"]
             parts.append(
                 f"agrees with careful reading on {v['agreement']:.0%} [{lo:.0%}, {hi:.0%}] of {v['n']} decided "
@@ -278,8 +281,8 @@ def run_validity(ws, judge: dict[str, Any]) -> dict[str, Any]:
     info = {k: judge.get(k) for k in JudgeInfo.model_fields}
     path, card, problems = checked_card(ws.judges / "cards", info)
     return {
-        "card": ws.relative(path) if card is not None else None,
+        "card": ws.relative(path) if path.is_file() else None,
         "line": card_line(card, problems),
-        "validations": card["validations"] if card and not problems else [],
+        "validations": card.validations if card and not problems else [],
         "problems": problems,
     }

@@ -49,6 +49,7 @@ from typing import Any
 
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, PREMISE_STATUSES, Judgment, Question, Retrieval
 from backtest.core.stats import proportion
+from backtest.scoring.outputs import LagSummary, Metrics, NeedsReview, UnknownLabels
 from backtest.text.objects import find_objects
 
 LEAD_TIME_REASON = (
@@ -65,7 +66,7 @@ def compute_metrics(
     judgments: Sequence[Judgment],
     retrievals: Sequence[Retrieval],
     cutoff: dt.date | str,
-) -> dict[str, Any]:
+) -> Metrics:
     """All run metrics over the n frozen ``questions`` (module docstring lists every key)."""
     cutoff = _as_date(cutoff)
     n = len(questions)
@@ -93,43 +94,38 @@ def compute_metrics(
     specific = [q.question_id for q in questions if find_objects(q.question)]
     review = Counter(reason for j in labelled if j is not None for reason in j.needs_review)
 
-    metrics: dict[str, Any] = {
-        "schema_version": "1",
-        "n_questions": n,
-        "cutoff": cutoff.isoformat(),
-        "outcomes": {label: proportion(outcome_counts.get(label, 0), n) for label in OUTCOMES},
-        "unresolved": proportion(unresolved, n),
-        "coverage": proportion(len(engaged), n),
-        "answered_rate": proportion(outcome_counts.get("answered", 0), n),
-        "premise": {label: proportion(premise_counts.get(label, 0), n) for label in PREMISE_STATUSES},
-        "premise_refutation_rate": proportion(premise_counts.get("refuted", 0), n),
-        "mean_supporting_papers": _mean(n_cited),
-        "multi_source_rate": proportion(sum(c >= 2 for c in n_cited), n),
-        "first_engagement_lag_years": {
+    return Metrics(
+        schema_version="1",
+        n_questions=n,
+        cutoff=cutoff.isoformat(),
+        outcomes={label: proportion(outcome_counts.get(label, 0), n) for label in OUTCOMES},
+        unresolved=proportion(unresolved, n),
+        coverage=proportion(len(engaged), n),
+        answered_rate=proportion(outcome_counts.get("answered", 0), n),
+        premise={label: proportion(premise_counts.get(label, 0), n) for label in PREMISE_STATUSES},
+        premise_refutation_rate=proportion(premise_counts.get("refuted", 0), n),
+        mean_supporting_papers=_mean(n_cited),
+        multi_source_rate=proportion(sum(c >= 2 for c in n_cited), n),
+        first_engagement_lag_years=LagSummary(
             **_summary(lags),
-            "n_undated_citations": undated,
-            "convention": (
-                "days from the cutoff to the earliest cited paper's published date / 365.25, engaged questions"
-            ),
-            "note": LAG_NOTE,
-        },
-        "mean_top1_similarity": _mean(top1),
-        "specificity_rate": proportion(len(specific), n),
-        "mean_lead_time_years": None,
-        "mean_lead_time_reason": LEAD_TIME_REASON,
-        "needs_review": {
-            "n": sum(1 for j in labelled if j is not None and j.needs_review),
-            "reasons": dict(sorted(review.items())),
-        },
-        "unknown_labels": {
-            "outcome": dict(sorted(unknown_outcomes.items())),
-            "premise_status": dict(sorted(unknown_premises.items())),
-        },
-        "missing_judgments": missing,
-        "extra_judgments": sorted({j.question_id for j in judgments} - {q.question_id for q in questions}),
-    }
-    metrics["release"] = release_metrics(questions, judgments, retrievals, cutoff)
-    return metrics
+            n_undated_citations=undated,
+            convention="days from the cutoff to the earliest cited paper's published date / 365.25, engaged questions",
+            note=LAG_NOTE,
+        ),
+        mean_top1_similarity=_mean(top1),
+        specificity_rate=proportion(len(specific), n),
+        mean_lead_time_years=None,
+        mean_lead_time_reason=LEAD_TIME_REASON,
+        needs_review=NeedsReview(
+            n=sum(1 for j in labelled if j is not None and j.needs_review), reasons=dict(sorted(review.items()))
+        ),
+        unknown_labels=UnknownLabels(
+            outcome=dict(sorted(unknown_outcomes.items())), premise_status=dict(sorted(unknown_premises.items()))
+        ),
+        missing_judgments=missing,
+        extra_judgments=sorted({j.question_id for j in judgments} - {q.question_id for q in questions}),
+        release=release_metrics(questions, judgments, retrievals, cutoff),
+    )
 
 
 def release_metrics(

@@ -45,6 +45,7 @@ class Run(Output):
     leakage: list[dict[str, Any]] | None = None
     valid: bool | None = None
     contamination: dict[str, Any] | None = None  # backtest.validity.contamination.summary (or {"not_run": why})
+    compact: str | None = None  # a committed run's form (backtest.studies.release.COMPACT); None: a full run folder
 
 
 class LagSummary(BaseModel):

@@ -22,7 +22,7 @@ from backtest.core.html import markdown_cell
 from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Judgment, Question, Rate, Retrieval
 from backtest.core.stats import clopper_pearson
 from backtest.judge.cards import NOT_VALIDATED
-from backtest.scoring.outputs import Metrics
+from backtest.scoring.outputs import Metrics, Run
 
 _COLORS = {
     "answered": "#2b8a3e",
@@ -155,9 +155,9 @@ def _question_rows(
     return rows
 
 
-def cost_line(run: dict[str, Any]) -> str | None:
+def cost_line(run: Run) -> str | None:
     """The run's tokens and cost in one line (None for a judge that spent no tokens)."""
-    cost = run.get("cost") or {}
+    cost = run.cost or {}
     tokens = int(cost.get("prompt_tokens") or 0) + int(cost.get("completion_tokens") or 0)
     if not tokens:
         return None
@@ -171,9 +171,9 @@ def cost_line(run: dict[str, Any]) -> str | None:
     return line
 
 
-def question_costs(run: dict[str, Any]) -> dict[str, str]:
+def question_costs(run: Run) -> dict[str, str]:
     """Each question's judge tokens (and cost, when priced) as a short cell text, by question id."""
-    cost = run.get("cost") or {}
+    cost = run.cost or {}
     out = {}
     for row in cost.get("per_question") or []:
         text = f"{row['prompt_tokens']}+{row['completion_tokens']}"
@@ -183,10 +183,10 @@ def question_costs(run: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def contamination_lines(run: dict[str, Any]) -> tuple[str, list[str]]:
+def contamination_lines(run: Run) -> tuple[str, list[str]]:
     """The contamination probe of a run (``RUN.json`` ``contamination``): a headline and one line per flagged
     question (``backtest.validity.contamination``); ("not run: why", []) when it could not run."""
-    probe = run.get("contamination")
+    probe = run.contamination
     if not probe:
         return "not run (a run scored before the probe existed: `backtest contamination RUN_DIR`)", []
     if probe.get("not_run"):
@@ -218,21 +218,19 @@ def judge_flags(judgments: Sequence[Judgment]) -> list[str]:
     return collapse_flags(dict(Counter(j.outcome for j in judgments)))
 
 
-def render_markdown(
-    run: dict[str, Any], questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
-) -> str:
+def render_markdown(run: Run, questions, retrievals, judgments, metrics: Metrics, validity: str | None = None) -> str:
     """The Markdown report. ``validity`` is the judge's validity-card line (``not validated`` when None)."""
     c = markdown_cell
-    lines = [f"# Run {c(run.get('run_id'))}: {c(run.get('system'))} on {c(run.get('instance_id'))}", ""]
-    judge = run.get("judge") or {}
-    retr = run.get("retriever") or {}
+    lines = [f"# Run {c(run.run_id)}: {c(run.system)} on {c(run.instance_id)}", ""]
+    judge = run.judge or {}
+    retr = run.retriever or {}
     lines += [
-        f"- frozen set: `{c(run.get('frozen_path'))}` (seal `{c(str(run.get('frozen_seal'))[:16])}…`)",
-        f"- cutoff: {c(run.get('cutoff'))}; questions: {len(questions)}",
+        f"- frozen set: `{c(run.frozen_path)}` (seal `{c(str(run.frozen_seal)[:16])}…`)",
+        f"- cutoff: {c(run.cutoff)}; questions: {len(questions)}",
         f"- retriever: {c(retr.get('method', '?'))} (k={c(retr.get('k', '?'))})",
         f"- judge: {c(judge.get('name'))} (model {c(judge.get('model'))}, protocol {c(judge.get('protocol'))}, "
         f"prompt `{c(str(judge.get('prompt_sha256'))[:12])}…`, config `{c(str(judge.get('config_sha256'))[:12])}…`)",
-        f"- valid (leakage checks): {c(run.get('valid'))}",
+        f"- valid (leakage checks): {c(run.valid)}",
         f"- contamination probe: {c(contamination_lines(run)[0])}",
         f"- {c(judge_labels_line(judgments))}",
         *(f"- **flag**: {c(flag)}" for flag in judge_flags(judgments)),
@@ -265,7 +263,7 @@ def render_markdown(
             f"| {c(row['id'])} | {c(row['outcome'])} | {c(row['premise'])} | {sim} | "
             f"{c(', '.join(row['cited']))} | {c('; '.join(row['flags']))} |{spent} {c(row['question'])} |"
         )
-    leak = run.get("leakage") or []
+    leak = run.leakage or []
     if leak:
         lines += ["", "## Leakage checks", ""] + [
             f"- {c.get('name')}: {c.get('status')} — {c.get('summary', c.get('reason', ''))}" for c in leak
@@ -287,9 +285,7 @@ code{font-size:.9em}"""
 )
 
 
-def render_html(
-    run: dict[str, Any], questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
-) -> str:
+def render_html(run: Run, questions, retrievals, judgments, metrics: Metrics, validity: str | None = None) -> str:
     """The self-contained HTML report (charts inline as base64 PNG); ``validity`` as in :func:`render_markdown`."""
     esc = html.escape
     n = len(questions)
@@ -301,24 +297,22 @@ def render_html(
         ("premise", bar_chart(premise_rows, "What became of their premises (premise_status)")),
         ("similarity", similarity_histogram(sims)),
     ]
-    judge = run.get("judge") or {}
-    retr = run.get("retriever") or {}
+    judge = run.judge or {}
+    retr = run.retriever or {}
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{esc(str(run.get('run_id')))} — backtest report</title>",
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(str(run.run_id))} — backtest report</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>Run <code>{esc(str(run.get('run_id')))}</code>: {esc(str(run.get('system')))} "
-        f"on {esc(str(run.get('instance_id')))}</h1>",
+        f"<h1>Run <code>{esc(str(run.run_id))}</code>: {esc(str(run.system))} on {esc(str(run.instance_id))}</h1>",
         "<ul class='meta'>",
-        f"<li>frozen set <code>{esc(str(run.get('frozen_path')))}</code>, "
-        f"seal <code>{esc(str(run.get('frozen_seal'))[:16])}…</code></li>",
-        f"<li>cutoff {esc(str(run.get('cutoff')))}; {n} questions</li>",
+        f"<li>frozen set <code>{esc(str(run.frozen_path))}</code>, "
+        f"seal <code>{esc(str(run.frozen_seal)[:16])}…</code></li>",
+        f"<li>cutoff {esc(str(run.cutoff))}; {n} questions</li>",
         f"<li>retriever {esc(str(retr.get('method', '?')))}, k={esc(str(retr.get('k', '?')))}</li>",
         f"<li>judge <b>{esc(str(judge.get('name')))}</b> (model {esc(str(judge.get('model')))}, "
         f"protocol {esc(str(judge.get('protocol')))}, "
         f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, "
         f"config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
-        f"<li>valid (leakage checks passed): <b>{esc(str(run.get('valid')))}</b></li>",
+        f"<li>valid (leakage checks passed): <b>{esc(str(run.valid))}</b></li>",
         f"<li>contamination probe: {esc(contamination_lines(run)[0])}</li>",
         f"<li id='judge-labels'>{esc(judge_labels_line(judgments))}</li>",
         *(f"<li class='flag'><b>flag</b>: {esc(flag)}</li>" for flag in judge_flags(judgments)),
@@ -351,7 +345,7 @@ def render_html(
             + "</tr>"
         )
     parts.append("</table>")
-    leak = run.get("leakage") or []
+    leak = run.leakage or []
     if leak:
         parts.append("<h2>Leakage checks</h2><ul>")
         parts += [
@@ -369,7 +363,7 @@ def render_html(
 
 
 def write_reports(
-    run_dir: Path, run: dict[str, Any], questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
+    run_dir: Path, run: Run, questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
 ) -> tuple[Path, Path]:
     """Write ``report.md`` and ``report.html`` into ``run_dir`` (atomically)."""
     run_dir = Path(run_dir)

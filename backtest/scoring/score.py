@@ -46,7 +46,7 @@ from tqdm import tqdm
 from backtest import __version__
 from backtest.core import executor
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json
+from backtest.core.fileio import atomic_write_bytes, iter_jsonl
 from backtest.core.records import (
     Judgment,
     Question,
@@ -78,7 +78,7 @@ class ScoreResult:
     n_questions: int
     judged_now: int = 0
     judge_stats: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: Metrics | None = None
     valid: bool | None = None
     cost: dict[str, Any] | None = None  # RUN.json's cost block
 
@@ -413,7 +413,7 @@ def leakage_hook(run_dir: Path, ws: Workspace) -> tuple[bool, list[dict[str, Any
     return bool(record["valid"]), record["leakage"]
 
 
-def _metrics(questions, judgments, retrievals, cutoff) -> dict[str, Any]:
+def _metrics(questions, judgments, retrievals, cutoff) -> Metrics:
     try:
         from backtest.scoring.metrics import compute_metrics
     except ImportError:
@@ -433,18 +433,18 @@ def sibling_retrieval(run_dir: Path, settings: dict[str, Any]) -> Path | None:
         return None
     for other in sorted(p for p in parent.iterdir() if p.is_dir() and p != run_dir):
         try:
-            meta = read_json(other / "RUN.json")
+            meta = read_output(Run, other / "RUN.json")
         except BadInput:
             continue
-        if meta.get("status") != "complete" or not (other / "retrieval.jsonl").is_file():
+        if meta.status != "complete" or not (other / "retrieval.jsonl").is_file():
             continue
-        theirs = meta.get("run_settings") or {}
+        theirs = meta.run_settings or {}
         if {k: theirs.get(k) for k in same} == same:
             return other / "retrieval.jsonl"
     return None
 
 
-def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list[Judgment], Metrics]:
+def load_run_files(run_dir: Path) -> tuple[Run, list[Retrieval], list[Judgment], Metrics]:
     """RUN.json, retrievals (with their text, re-cut from the sealed corpus for a compact run), judgments and
     metrics of a finished run."""
     run_dir = Path(run_dir)
@@ -454,13 +454,12 @@ def load_run_files(run_dir: Path) -> tuple[dict[str, Any], list[Retrieval], list
     for name in ("retrieval.jsonl", "judgments.jsonl", "metrics.json"):
         if not (run_dir / name).is_file():
             raise BadInput(f"{run_dir}: {name} is missing (is the run complete? rerun `backtest score`)")
-    retrievals = read_retrievals(run_dir / "retrieval.jsonl", str(run.get("instance_id")))
+    retrievals = read_retrievals(run_dir / "retrieval.jsonl", run.instance_id)
     judgments = [
         parse_record(Judgment, o, f"{run_dir / 'judgments.jsonl'}:{n}")
         for n, o in iter_jsonl(run_dir / "judgments.jsonl")
     ]
-    metrics_path = run_dir / "metrics.json"
-    return run, retrievals, judgments, parse_record(Metrics, read_json(metrics_path), str(metrics_path))
+    return run, retrievals, judgments, read_output(Metrics, run_dir / "metrics.json")
 
 
 @dataclass
@@ -578,50 +577,51 @@ def score_frozen(
     started = _now()
     if run_json.is_file():
         existing = read_output(Run, run_json)
-        if existing.get("settings_sha256") != settings_sha:
+        if existing.settings_sha256 != settings_sha:
             raise BadInput(
                 f"{run_dir} holds a run with other settings (judge, retriever or frozen set); runs are never "
                 f"overwritten: choose another --run-id or omit it for the settings-derived one"
             )
-        if existing.get("status") == "complete":
+        if existing.status == "complete":
             return ScoreResult(
                 run_dir,
                 run_id,
                 "already complete",
                 len(questions),
                 metrics=read_output(Metrics, run_dir / "metrics.json"),
-                valid=existing.get("valid"),
-                cost=existing.get("cost"),
+                valid=existing.valid,
+                cost=existing.cost,
             )
-        started = existing.get("started_at", started)
-    run: dict[str, Any] = {
-        "schema_version": "1",
-        "run_id": run_id,
-        "status": "running",
-        "backtest_version": __version__,
-        "instance_id": instance.instance_id,
-        "instance_seal": instance.seal,
-        "cutoff": str(instance.cutoff),
-        "system": system,
-        "frozen_path": ws.relative(frozen_path),
-        "frozen_seal": bundle.frozen.seal,
-        "frozen_version": bundle.frozen.version,
-        "n_questions": len(questions),
-        "retriever": None,
-        "judge": {**judge.info().model_dump(mode="json"), "spec": judge_spec_of(judge, ws)},
-        "judge_settings": judge.settings(),
-        "settings_sha256": settings_sha,
-        "run_settings": settings,
-        "started_at": started,
-        "valid": None,
-        "leakage": [],
-    }
+        started = existing.started_at or started
+    run = Run(
+        schema_version="1",
+        run_id=run_id,
+        status="running",
+        backtest_version=__version__,
+        instance_id=instance.instance_id,
+        instance_seal=instance.seal,
+        cutoff=str(instance.cutoff),
+        system=system,
+        frozen_path=ws.relative(frozen_path),
+        frozen_seal=bundle.frozen.seal,
+        frozen_version=bundle.frozen.version,
+        n_questions=len(questions),
+        retriever=None,
+        judge={**judge.info().model_dump(mode="json"), "spec": judge_spec_of(judge, ws)},
+        judge_settings=judge.settings(),
+        settings_sha256=settings_sha,
+        run_settings=settings,
+        started_at=started,
+        valid=None,
+        leakage=[],
+    )
     write_output(run_json, Run, run)
 
     retrievals = prep.retrievals(ws, progress=progress)
-    run["retriever"] = (
+    retriever = (
         {**retrievals[0].retriever, "k": retrievals[0].k} if retrievals else instance.retrieval.model_dump(mode="json")
     )
+    run = run.model_copy(update={"retriever": retriever})
 
     outcome = judge_all(
         judge,
@@ -639,8 +639,8 @@ def score_frozen(
     spent = outcome.ledger.spent if outcome.ledger else None
     if outcome.stopped and not n_failed(judgments):
         assert outcome.ledger is not None
-        run.update(
-            {
+        run = run.model_copy(
+            update={
                 "status": "incomplete",
                 "judged_last_invocation": judged_now,
                 "judge_stats_last_invocation": stats_sum(judge.stats(), outcome.worker_stats),
@@ -663,8 +663,8 @@ def score_frozen(
         )
     failed = n_failed(judgments)
     if failed:
-        run.update(
-            {
+        run = run.model_copy(
+            update={
                 "status": "incomplete",
                 "n_judge_failed": failed,
                 "judged_last_invocation": judged_now,
@@ -683,11 +683,11 @@ def score_frozen(
 
     contamination = contamination_hook(run_dir, questions, instance, ws, bundle.frozen)  # contamination.json
     metrics = _metrics(questions, judgments, retrievals, instance.cutoff)
-    metrics.update({"run_id": run_id, "valid": valid, "leakage": leakage})
+    metrics = metrics.model_copy(update={"run_id": run_id, "valid": valid, "leakage": leakage})
     write_output(run_dir / "metrics.json", Metrics, metrics)
     stats = stats_sum(judge.stats(), outcome.worker_stats)
-    run.update(
-        {
+    run = run.model_copy(
+        update={
             "status": "complete",
             "finished_at": _now(),
             "valid": valid,
@@ -703,7 +703,7 @@ def score_frozen(
             "cost": run_cost(judgments, price, spent),
         }
     )
-    validity = run_validity(ws, run["judge"])["line"]
-    write_reports(run_dir, run, questions, retrievals, judgments, Metrics.model_validate(metrics), validity)
+    validity = run_validity(ws, run.judge)["line"]
+    write_reports(run_dir, run, questions, retrievals, judgments, metrics, validity)
     write_output(run_json, Run, run)
-    return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid, run["cost"])
+    return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid, run.cost)

@@ -12,12 +12,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from backtest.core.records import read_output
 from backtest.core.workspace import Workspace
 from backtest.scoring.outputs import Metrics
 from backtest.scoring.score import ScoreResult, score_frozen
+from backtest.studies.outputs import StudyRates
 from backtest.submit.freeze import freeze_once
 
 
@@ -39,12 +39,12 @@ def score(
     return score_frozen(Path(frozen_path), ws, run_id=run_id, judge_spec=judge_spec, progress=progress)
 
 
-def rates_of_run(run_dir: str | Path) -> dict[str, Any]:
+def rates_of_run(run_dir: str | Path) -> StudyRates:
     """Coverage, answered and premise-refuted rates (k, n, rate, 95% interval) from the run's metrics.json."""
     metrics = read_output(Metrics, Path(run_dir) / "metrics.json")
-    return {
-        "n": metrics["n_questions"],
-        "coverage": metrics["coverage"],
-        "answered": metrics["answered_rate"],
-        "refuted": metrics["premise_refutation_rate"],
-    }
+    return StudyRates(
+        n=metrics.n_questions,
+        coverage=metrics.coverage,
+        answered=metrics.answered_rate,
+        refuted=metrics.premise_refutation_rate,
+    )

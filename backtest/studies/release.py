@@ -31,7 +31,7 @@ from typing import Any
 
 from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl
-from backtest.core.records import Retrieval, parse_record, read_output
+from backtest.core.records import Retrieval, output_dict, parse_record, read_output
 from backtest.core.workspace import Workspace
 from backtest.retrieve.compact import compact_retrieval
 from backtest.scoring.outputs import Run
@@ -56,11 +56,11 @@ def compact_files(run_dir: Path) -> dict[str, bytes]:
     """The compact form of a complete run folder (module docstring), as file name -> bytes."""
     run_dir = Path(run_dir)
     run = read_output(Run, run_dir / "RUN.json")
-    if run.get("compact") == COMPACT:
+    if is_compact(run):
         return {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}
-    if run.get("status") != "complete":
-        raise BadInput(f"{run_dir}: not a complete run (status {run.get('status')!r}); score it to the end first")
-    slim = {k: v for k, v in run.items() if k not in VOLATILE_RUN_KEYS}
+    if run.status != "complete":
+        raise BadInput(f"{run_dir}: not a complete run (status {run.status!r}); score it to the end first")
+    slim = {k: v for k, v in output_dict(run).items() if k not in VOLATILE_RUN_KEYS}
     if isinstance(slim.get("cost"), dict):
         slim["cost"] = {k: v for k, v in slim["cost"].items() if k != "spent_last_invocation"}
     slim["compact"] = COMPACT
@@ -91,8 +91,9 @@ def compact_run(run_dir: Path) -> list[Path]:
     return sorted(run_dir / name for name in files)
 
 
-def is_compact(run: dict[str, Any]) -> bool:
-    return run.get("compact") == COMPACT
+def is_compact(run: Run) -> bool:
+    """True for a run in the compact form a release commits."""
+    return run.compact == COMPACT
 
 
 def committed_runs(ws: Workspace) -> list[Path]:
@@ -136,9 +137,12 @@ def replay(ws: Workspace, write: bool = False, progress: bool = False) -> list[R
     with scratch_workspace(ws) as scratch:
         for run_dir in runs:
             run = read_output(Run, run_dir / "RUN.json")
-            spec = (run.get("judge") or {}).get("spec")
             scored = score_frozen(
-                scratch.root / run["frozen_path"], scratch, judge_spec=spec, run_id=run["run_id"], progress=progress
+                scratch.root / run.frozen_path,
+                scratch,
+                judge_spec=run.judge.get("spec"),
+                run_id=run.run_id,
+                progress=progress,
             )
             fresh = compact_files(scored.run_dir)
             committed = {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}

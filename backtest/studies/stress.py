@@ -177,8 +177,8 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
                 status="scored",
                 frozen=ws.relative(frozen),
                 run=ws.relative(run_dir),
-                valid=run_info.get("valid"),
-                **rates_of_run(run_dir),
+                valid=run_info.valid,
+                **rates_of_run(run_dir).model_dump(mode="json"),
             )
             rows.append(row)
             if progress:
@@ -259,19 +259,18 @@ def stress_from_runs(
         if not (run_dir / "RUN.json").is_file():
             raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
         run = read_output(Run, run_dir / "RUN.json")
-        key = (run["system"], run["instance_id"])
+        key = (run.system, run.instance_id)
         if key in seen:
             raise BadInput(f"{run_dir}: a second run of {key[0]} on {key[1]} (first: {seen[key]})")
         seen[key] = str(run_dir)
-        instance = _instance_of(run_dir, run["instance_id"], ws)
-        judge = run.get("judge") or {}
-        judges.add(str(judge.get("name") or "unknown judge"))
-        retriever = run.get("retriever") or {}
+        instance = _instance_of(run_dir, run.instance_id, ws)
+        judges.add(str(run.judge.get("name") or "unknown judge"))
+        retriever = run.retriever or {}
         retrievers.add(" ".join(str(retriever[k]) for k in ("method", "model") if retriever.get(k)) or "none recorded")
         future = instance.future
         rows.append(
             {
-                "generator": run["system"],
+                "generator": run.system,
                 "cutoff": instance.cutoff.isoformat(),
                 "instance_id": instance.instance_id,
                 "past_window": [instance.past.window.start.isoformat(), instance.past.window.end.isoformat()],
@@ -279,10 +278,10 @@ def stress_from_runs(
                 "n_past": _n_records(instance.past.corpus_id, ws),
                 "n_future": _n_records(future.corpus_id, ws) if future else None,
                 "status": "scored",
-                "frozen": run["frozen_path"],
+                "frozen": run.frozen_path,
                 "run": str(run_dir),
-                "valid": run.get("valid"),
-                **rates_of_run(run_dir),
+                "valid": run.valid,
+                **rates_of_run(run_dir).model_dump(mode="json"),
             }
         )
     table = {

@@ -75,7 +75,7 @@ from pydantic import BaseModel
 from backtest.core.caches import shared_cache
 from backtest.core.errors import BacktestError, BadInput, CheckFailed
 from backtest.core.fileio import atomic_writer, read_json
-from backtest.core.records import Instance, Question, Rate, write_output
+from backtest.core.records import Instance, Question, write_output
 from backtest.core.seal import sha256_json
 from backtest.core.stats import proportion
 from backtest.core.workspace import Workspace
@@ -473,10 +473,6 @@ NOTE = (
 )
 
 
-def _rate(k: int, n: int) -> Rate:
-    return Rate.model_validate(proportion(k, n))
-
-
 def build_report(
     probes: Sequence[QuestionProbe],
     instance: Instance,
@@ -488,7 +484,7 @@ def build_report(
 ) -> ContaminationReport:
     """The typed record of one probe over a set."""
     n = len(probes)
-    by_kind = {kind: _rate(sum(1 for p in probes if any(f.kind == kind for f in p.flagged)), n) for kind in KINDS}
+    by_kind = {kind: proportion(sum(1 for p in probes if any(f.kind == kind for f in p.flagged)), n) for kind in KINDS}
     per_term: dict[Term, list[str]] = {}
     docs: dict[Term, int] = {}
     for p in probes:
@@ -508,7 +504,7 @@ def build_report(
         future={"corpus_id": future.corpus_id, "seal": future.seal, "n_docs": future.n_docs},
         definition=definition(past.n_docs, future.n_docs),
         n_questions=n,
-        rate=_rate(sum(1 for p in probes if p.flagged), n),
+        rate=proportion(sum(1 for p in probes if p.flagged), n),
         by_kind=by_kind,
         mean_outside_past_share=round(sum(shares) / len(shares), 6) if shares else None,
         top_terms=[

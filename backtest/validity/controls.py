@@ -40,7 +40,15 @@ from typing import Any, Sequence
 from backtest.core import stats
 from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_write_text, write_json, write_jsonl
-from backtest.core.records import ENGAGED_OUTCOMES, Judgment, Question, Retrieval, RetrievedDocument, write_output
+from backtest.core.records import (
+    ENGAGED_OUTCOMES,
+    Judgment,
+    Question,
+    Rate,
+    Retrieval,
+    RetrievedDocument,
+    write_output,
+)
 from backtest.core.workspace import Workspace
 from backtest.judge.protocol import Judge
 from backtest.validity.leakage import RunData, load_run
@@ -75,7 +83,7 @@ def engaged(judgment: Judgment) -> bool:
     return judgment.outcome in ENGAGED_OUTCOMES
 
 
-def engagement(judgments: Sequence[Judgment]) -> dict[str, Any]:
+def engagement(judgments: Sequence[Judgment]) -> Rate:
     """Engaged count, n, rate and its Clopper–Pearson 95% interval."""
     return stats.proportion(sum(engaged(j) for j in judgments), len(judgments))
 
@@ -256,8 +264,8 @@ def control_mismatch(
         for q, r in zip(questions, shown)
     ]
     true_rate, mis_rate = engagement(true_judgments), engagement(mismatched)
-    fisher = stats.fisher_exact(true_rate["k"], true_rate["n"], mis_rate["k"], mis_rate["n"])
-    separated = fisher["p_value"] < SIGNIFICANT and (true_rate["rate"] or 0) > (mis_rate["rate"] or 0)
+    fisher = stats.fisher_exact(true_rate.k, true_rate.n, mis_rate.k, mis_rate.n)
+    separated = fisher["p_value"] < SIGNIFICANT and (true_rate.rate or 0) > (mis_rate.rate or 0)
     result = {
         "schema_version": "1",
         "kind": "mismatch",
@@ -266,9 +274,9 @@ def control_mismatch(
         "judge": judge.info().model_dump(mode="json"),
         "n": len(questions),
         "true_judgments": "original run" if true_judgments is originals else "re-judged",
-        "true": true_rate,
-        "mismatched": mis_rate,
-        "generosity_floor": mis_rate["rate"],
+        "true": true_rate.model_dump(mode="json"),
+        "mismatched": mis_rate.model_dump(mode="json"),
+        "generosity_floor": mis_rate.rate,
         "fisher": fisher,
         "significant_at": SIGNIFICANT,
         "separated": separated,

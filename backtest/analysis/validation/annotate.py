@@ -53,11 +53,13 @@ from backtest.core.records import (
     Retrieval,
     Versioned,
     check_safe_name,
+    output_dict,
     parse_record,
     read_output,
     write_output,
 )
 from backtest.core.text import CONTROL_CHARS
+from backtest.scoring.outputs import Run
 
 SHEET_COLUMNS = ("item_id", "outcome", "premise_status", "confidence", "cited", "notes")
 PAIR_SHEET_COLUMNS = ("item_id", "better", "confidence", "notes")
@@ -83,15 +85,15 @@ Judge from the text shown only.
 """
 
 
-def _run_files(run_dir: Path, ws) -> tuple[dict[str, Any], list[Question], list[Retrieval], list[Judgment]]:
+def _run_files(run_dir: Path, ws) -> tuple[Run, list[Question], list[Retrieval], list[Judgment]]:
     """A complete run's RUN.json, the questions of its frozen set, its retrievals and judgments."""
     from backtest.scoring.score import load_run_files
     from backtest.submit.freeze import load_frozen
 
     run, retrievals, judgments, _ = load_run_files(run_dir)
-    if run.get("status") != "complete":
-        raise BadInput(f"{run_dir}: run is not complete (status {run.get('status')!r}); finish it with backtest score")
-    questions = list(load_frozen(ws.root / run["frozen_path"]).questions)
+    if run.status != "complete":
+        raise BadInput(f"{run_dir}: run is not complete (status {run.status!r}); finish it with backtest score")
+    questions = list(load_frozen(ws.root / run.frozen_path).questions)
     return run, questions, retrievals, judgments
 
 
@@ -164,7 +166,7 @@ def export_items(
     if len({r.resolve() for r in runs}) != len(runs):
         raise BadInput("a run folder is given twice")
     quotas = _quotas(n, len(runs)) if n is not None else [per_run] * len(runs)
-    drawn: list[tuple[Path, dict[str, Any], Question, Retrieval, Judgment]] = []
+    drawn: list[tuple[Path, Run, Question, Retrieval, Judgment]] = []
     samples: dict[str, RunSample] = {}
     for run_dir, quota in zip(runs, quotas):
         run, questions, retrievals, judgments = _run_files(run_dir, ws)
@@ -205,10 +207,10 @@ def export_items(
         items.append(AnnotationItem(item_id=item_id, question=blind_question(q, item_id), documents=docs))
         decode[item_id] = {
             "run": ws.relative(run_dir),
-            "instance": run.get("instance_id"),
-            "system": run.get("system"),
+            "instance": run.instance_id,
+            "system": run.system,
             "question_id": q.question_id,
-            "judge": run.get("judge", {}).get("name"),
+            "judge": run.judge.get("name"),
             "judge_outcome": judgment.outcome,
             "judge_premise_status": judgment.premise_status,
         }
@@ -577,8 +579,8 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
                 f"{d}: item ids {', '.join(clash[:5])} are already in an earlier folder (export with --first-item)"
             )
         records += batch
-        meta = read_output(Decode, d / "decode.json")
-        decode.update(meta.get("items", {}))
+        meta = output_dict(read_output(Decode, d / "decode.json"))  # merged as written
+        decode.update(meta["items"])
         metas.append({k: v for k, v in meta.items() if k != "items"})
     records.sort(key=lambda r: r.item_id)
     raters = sorted({p.stem for d in dirs for p in (d / "labels").glob("*.jsonl")})

@@ -47,7 +47,7 @@ def labelled_items(folders: Sequence[str | Path]) -> list[LabelledItem]:
     for folder in map(Path, folders):
         if not (folder / "decode.json").is_file() or not (folder / "items.jsonl").is_file():
             raise BadInput(f"{folder}: not a labelled set (needs items.jsonl, decode.json and labels/)")
-        decode = Decode.model_validate(read_output(Decode, folder / "decode.json"))
+        decode = read_output(Decode, folder / "decode.json")
         adjudicated = folder / "labels" / "adjudicated.jsonl"
         if adjudicated.is_file():
             truth = {lab.item_id: lab for lab in read_labels(adjudicated)}

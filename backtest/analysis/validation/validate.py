@@ -372,8 +372,8 @@ def _decided(judged: dict[str, tuple], truth: dict[str, str]) -> dict[str, Any]:
         "n_decided": len(decided),
         "agree": hits,
         "judge_ties_on_decided": ties,
-        "agreement": rate["rate"] if rate else None,
-        "ci95": rate["ci95"] if rate else [None, None],
+        "agreement": rate.rate if rate else None,
+        "ci95": list(rate.ci95) if rate else [None, None],
     }
 
 

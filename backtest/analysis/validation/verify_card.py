@@ -41,10 +41,10 @@ def _differences(recorded: Any, recomputed: Any, where: str = "") -> list[str]:
     return [] if recorded == recomputed else [f"{where} {recorded!r} != {recomputed!r}"]
 
 
-def find_judge(ws, card: dict[str, Any], spec: str | None = None):
+def find_judge(ws, card: ValidityCard, spec: str | None = None):
     """The judge the card is for: ``spec`` when given (it must have the card's fingerprint), else the registered
     judge or ``judges/*.toml`` config whose fingerprint is the card's; None when the workspace has none."""
-    pairwise = card["kind"] == "pairwise-validity-card"
+    pairwise = card.kind == "pairwise-validity-card"
     if pairwise:
         from backtest.arena.pairwise import PAIRWISE_JUDGES, get_pairwise_judge
 
@@ -67,10 +67,10 @@ def find_judge(ws, card: dict[str, Any], spec: str | None = None):
             if spec:
                 raise
             continue
-        if fingerprint(judge.info()) == card["fingerprint"]:
+        if fingerprint(judge.info()) == card.fingerprint:
             return judge
     if spec:
-        raise BadInput(f"--judge {spec}: its fingerprint is not the card's ({card['fingerprint']})")
+        raise BadInput(f"--judge {spec}: its fingerprint is not the card's ({card.fingerprint})")
     return None
 
 
@@ -144,12 +144,12 @@ def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: st
     entries: list[dict[str, Any]] = []
     judge = None if problems else find_judge(ws, card, judge_spec)
     if not problems and judge is None:
-        problems.append(f"no judge in this workspace has the card's fingerprint {card['fingerprint']}")
+        problems.append(f"no judge in this workspace has the card's fingerprint {card.fingerprint}")
     if not problems:
         validation_dir = path.parent.parent / "validation"
         sets = committed_sets(validation_dir)
-        pairwise = card["kind"] == "pairwise-validity-card"
-        for entry in card["validations"]:
+        pairwise = card.kind == "pairwise-validity-card"
+        for entry in card.validations:
             try:
                 fresh = recompute_entry(judge, entry, sets, validation_dir, pairwise)
             except NotRecomputable as why:

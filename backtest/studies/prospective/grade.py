@@ -281,8 +281,8 @@ def grade(
                 "graded_run": (dest.relative_to(folder)).as_posix(),
                 "run": str(run_dir),
                 "frozen": str(frozen),
-                "valid": read_output(Run, run_dir / "RUN.json").get("valid"),
-                **rates_of_run(run_dir),
+                "valid": read_output(Run, run_dir / "RUN.json").valid,
+                **rates_of_run(run_dir).model_dump(mode="json"),
             }
         )
     future_manifest = load_manifest(future_id, ws)
