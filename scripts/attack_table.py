@@ -485,7 +485,8 @@ def judge_attacks(ws: Workspace, frozen: Path, scratch: Path) -> list[Trial]:
 
 def edited_partial(ws: Workspace, frozen: Path) -> list[Trial]:
     from backtest.core.records import Judgment
-    from backtest.scoring.score import PARTIAL, partial_line, score_frozen
+    from backtest.scoring.judging import PARTIAL, partial_line
+    from backtest.scoring.score import score_frozen
 
     system = read_json(frozen / "FROZEN.json")["system"]
     ref_dir = ws.results / INSTANCE / system / "ref"

@@ -232,7 +232,7 @@ def test_sigkill_at_random_moments_then_resume_is_byte_identical(score_ws):
 def test_torn_partial_line_is_cut_and_rejudged(score_ws):
     """A write torn by SIGKILL leaves half a line: resume cuts it and judges that question again."""
     from backtest.core.records import Judgment
-    from backtest.scoring.score import PARTIAL, partial_line, recover_partial
+    from backtest.scoring.judging import PARTIAL, partial_line, recover_partial
 
     ws, five, _ = score_ws
     ref_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"
@@ -262,7 +262,7 @@ def test_edited_partial_line_is_rejudged_not_kept(score_ws):
 
     Before the partial lines were chained, the edit survived the resume and the run was valid."""
     from backtest.core.records import Judgment
-    from backtest.scoring.score import PARTIAL, partial_line
+    from backtest.scoring.judging import PARTIAL, partial_line
 
     ws, five, _ = score_ws
     ref_dir = ws.results / INSTANCE / "demo_claims" / "offline-a"

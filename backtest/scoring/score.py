@@ -28,43 +28,31 @@ run folder with other settings is refused, and a complete run is left as it is.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import datetime as dt
-import functools
-import json
-import os
-import sys
-import threading
-from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
-
-from tqdm import tqdm
+from typing import Any, Callable
 
 from backtest import __version__
-from backtest.core import executor
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl
 from backtest.core.records import (
     Judgment,
     Question,
     Retrieval,
-    RetrievedDocument,
     check_safe_name,
     parse_record,
     read_output,
     write_output,
 )
-from backtest.core.seal import canonical_json, sha256_json, sha256_text
+from backtest.core.seal import sha256_json
 from backtest.core.workspace import Workspace
 from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import is_compact_file, read_retrievals
-from backtest.scoring.cost import Ledger, run_cost
+from backtest.scoring.cost import run_cost
+from backtest.scoring.judging import judge_all, judge_spec_of, n_failed, stats_sum
 from backtest.scoring.outputs import Metrics, Run
 
-PARTIAL = "judgments.partial.jsonl"
 RUN_FILES = ("RUN.json", "retrieval.jsonl", "judgments.jsonl", "metrics.json", "report.md", "report.html")
 
 
@@ -99,302 +87,9 @@ def run_settings(bundle, instance, judge: Judge) -> dict[str, Any]:
     }
 
 
-def judge_spec_of(judge: Judge, ws: Workspace) -> str:
-    """How ``get_judge`` finds this judge again: its config path (relative to the root when inside), or its name."""
-    return ws.relative(Path(judge.config_path)) if judge.config_path else judge.name
-
-
 def default_run_id(judge_name: str, settings: dict[str, Any]) -> str:
     """``<judge>-<first 12 hex of sha256(settings)>``."""
     return f"{judge_name}-{sha256_json(settings)[:12]}"
-
-
-# --------------------------------------------------------------------------- judgments file
-
-
-def partial_line(judgment: Judgment, prev: str) -> tuple[bytes, str]:
-    """One line of the partial file and its chain hash: ``<sha256(prev + json)> <judgment json>``.
-
-    The chain starts from the run's settings sha256, so an edited, reordered or foreign
-    line breaks it and is judged again on resume instead of being kept.
-    """
-    body = canonical_json(judgment.model_dump(mode="json"))
-    chain = sha256_text(prev + body)
-    return f"{chain} {body}\n".encode("utf-8"), chain
-
-
-def recover_partial(path: Path, question_ids: Sequence[str], seed: str = "") -> tuple[list[Judgment], str]:
-    """The judgments already on disk, in order, and the chain hash after them; cut the file after the last good line.
-
-    A line counts when it is complete (ends with a newline), its chain hash matches
-    (``seed`` is the run's settings sha256), it parses as a Judgment of the question at
-    its position, and it is not a failed judgment (those are retried). Everything from
-    the first line that does not count is removed (a SIGKILL tears at most the last line;
-    an edit breaks the chain).
-    """
-    if not path.is_file():
-        return [], seed
-    data = path.read_bytes()
-    good: list[Judgment] = []
-    keep, chain = 0, seed
-    for raw in data.split(b"\n")[:-1]:  # the piece after the last newline is torn or empty
-        digest, _, body = raw.partition(b" ")
-        try:
-            text = body.decode("utf-8")
-            if digest.decode("ascii") != sha256_text(chain + text):
-                break
-            judgment = Judgment.model_validate(json.loads(text))
-        except ValueError:
-            break
-        if len(good) >= len(question_ids) or judgment.question_id != question_ids[len(good)]:
-            break
-        if judgment.failed:
-            break
-        good.append(judgment)
-        chain = digest.decode("ascii")
-        keep += len(raw) + 1
-    if keep != len(data):
-        with open(path, "r+b") as handle:
-            handle.truncate(keep)
-            handle.flush()
-            os.fsync(handle.fileno())
-    return good, chain
-
-
-def judgment_line(judgment: Judgment) -> bytes:
-    """One canonical JSON line of a judgment (the exact bytes in judgments.jsonl)."""
-    return (canonical_json(judgment.model_dump(mode="json")) + "\n").encode("utf-8")
-
-
-def n_failed(judgments: Sequence[Judgment]) -> int:
-    """How many judgments are ``judge_failed`` (the judge gave no usable answer)."""
-    return sum(1 for j in judgments if j.failed)
-
-
-@functools.lru_cache(maxsize=4)
-def _worker_judge(spec: str, root: str):
-    """The judge of a Ray worker process, made once per (spec, workspace) from what ``get_judge`` reads."""
-    from backtest.judge import get_judge
-
-    return get_judge(spec, Workspace(Path(root)))
-
-
-def judge_remote(
-    spec: str, root: str, question: dict[str, Any], documents: list[dict[str, Any]], attempts: str
-) -> dict[str, Any]:
-    """One question judged in a Ray worker: the same judge (rebuilt from its spec), the same documents.
-
-    Takes and returns plain JSON data (what Ray pickles): the judgment and what this task's judge did (its
-    counters' change: HTTP calls, cache hits, tokens), which the driver adds up. Each attempt first appends
-    a line to the file ``attempts`` names, so the driver counts the attempts Ray retried after their worker
-    died (their calls, if any reached the endpoint, are not in any counter). The LLM judge's answer cache is
-    the workspace's SQLite file, shared with the driver and every other worker."""
-    with open(attempts, "a", encoding="utf-8") as handle:  # one short line: O_APPEND writes it whole
-        handle.write(question["question_id"] + "\n")
-    judge = _worker_judge(spec, root)
-    docs = [RetrievedDocument.model_validate(d) for d in documents]
-    before = judge.stats()
-    judgment = judge.judge(Question.model_validate(question), docs).model_dump(mode="json")
-    return {"judgment": judgment, "stats": stats_change(before, judge.stats())}
-
-
-def _add_counters(a: dict[str, Any], b: dict[str, Any], sign: int) -> dict[str, Any]:
-    """``a + sign * b`` for a judge's counters (numbers, and dicts of numbers such as ``retry_reasons``)."""
-    out = dict(a)
-    for key, value in b.items():
-        if isinstance(value, dict):
-            merged = dict(out.get(key) or {})
-            for k, v in value.items():
-                merged[k] = merged.get(k, 0) + sign * v
-            out[key] = merged
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = out.get(key, 0) + sign * value
-    return out
-
-
-def stats_change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """``after - before`` for a judge's counters (what one task's judge did)."""
-    return _add_counters(after, before, -1)
-
-
-def stats_sum(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two judges' counters added up; what only one has is kept."""
-    return _add_counters(a, b, 1)
-
-
-@dataclass
-class JudgeRun:
-    """What :func:`judge_all` did: every judgment so far, how many are new, and whether the budget stopped it."""
-
-    judgments: list[Judgment]
-    judged_now: int
-    ledger: Ledger | None = None  # None: the judge has no price
-    worker_stats: dict[str, Any] = field(default_factory=dict)  # what Ray workers' judges did (added up)
-
-    @property
-    def stopped(self) -> bool:
-        """True when ``--max-cost`` stopped the run before every question was sent."""
-        return self.ledger is not None and self.ledger.stopped_at is not None
-
-
-def judge_all(
-    judge: Judge,
-    questions: Sequence[Question],
-    retrievals: Sequence[Retrieval],
-    run_dir: Path,
-    progress: bool = False,
-    on_judged: Callable[[int], None] | None = None,
-    seed: str = "",
-    ws: Workspace | None = None,
-    max_cost: float | None = None,
-) -> JudgeRun:
-    """Judge every question not yet in the partial file, in order; return all judgments and how many were new.
-
-    ``judgments.jsonl`` is written only when every judgment succeeded; with a failed one the
-    partial file stays, and a rerun retries from the first failure (``seed``: the run's
-    settings sha256, which starts the partial file's hash chain). Questions go out through the
-    current executor (:mod:`backtest.core.executor`): the judge's own threads (``local``) or
-    Ray tasks that rebuild the judge from its spec (``ray``); results are written in question
-    order either way, so the bytes do not depend on the executor. ``max_cost`` stops sending
-    questions before the judge's priced calls would pass it (:class:`~backtest.scoring.cost.Ledger`).
-    """
-    final = run_dir / "judgments.jsonl"
-    qids = [q.question_id for q in questions]
-    if final.is_file():
-        rows = [parse_record(Judgment, obj, f"{final}:{n}") for n, obj in iter_jsonl(final)]
-        if [j.question_id for j in rows] != qids:
-            raise CheckFailed(f"{final}: its question ids do not match the frozen set's order")
-        with contextlib.suppress(FileNotFoundError):  # killed between the rename and the unlink
-            (run_dir / PARTIAL).unlink()
-        return JudgeRun(rows, 0)
-    partial = run_dir / PARTIAL
-    done, chain = recover_partial(partial, qids, seed)
-    todo = list(range(len(done), len(questions)))
-    price = judge.price
-    if max_cost is not None and price is None:
-        raise BadInput(f"--max-cost needs prices: judge {judge.name}'s config has no price table")
-    ledger = Ledger(price, max_cost) if price is not None else None
-    stats0 = judge.stats()
-    concurrency = max(1, judge.concurrency)
-    pool = executor.open_executor(workers=concurrency) if todo else None
-
-    def postfix() -> dict[str, Any]:
-        st = judge.stats()
-        return {
-            "cache_hits": st.get("cache_hits", 0) - stats0.get("cache_hits", 0),
-            "tokens": (st.get("prompt_tokens", 0) + st.get("completion_tokens", 0))
-            - (stats0.get("prompt_tokens", 0) + stats0.get("completion_tokens", 0)),
-        }
-
-    worker_stats: dict[str, Any] = {}
-    attempts = run_dir / ".ray-attempts"  # one line per Ray task attempt (judge_remote), this invocation's
-    attempts.unlink(missing_ok=True)
-
-    def submit(i: int) -> Future[Judgment]:
-        assert pool is not None
-        documents = list(retrievals[i].documents)
-        if pool.name == "local":
-            return pool.submit(judge.judge, questions[i], documents)
-        args = (
-            judge_spec_of(judge, ws or Workspace.from_env()),
-            str((ws or Workspace.from_env()).root),
-            questions[i].model_dump(mode="json"),
-            [d.model_dump(mode="json") for d in documents],
-            str(attempts),
-        )
-        out: Future[Judgment] = Future()
-        pool.submit(judge_remote, *args).add_done_callback(lambda f: _resolve(out, f, worker_stats))
-        return out
-
-    # A judge with an endpoint keeps its own limit on calls in flight; a CPU-bound one fills the cluster.
-    window = concurrency if pool is None or pool.name == "local" or judge.calls_endpoint else pool.slots()
-    in_flight: collections.deque[tuple[int, Future[Judgment], float, bool]] = collections.deque()
-    waiting = collections.deque(todo)
-    with (
-        open(partial, "ab") as handle,
-        tqdm(
-            total=len(questions),
-            initial=len(done),
-            desc=f"judging ({judge.name})",
-            unit=" q",
-            file=sys.stderr,
-            disable=not progress,
-        ) as bar,
-    ):
-        try:
-            while waiting or in_flight:
-                while waiting and len(in_flight) < window and not (ledger and ledger.stopped_at):
-                    i = waiting[0]
-                    documents = list(retrievals[i].documents)
-                    reserved, cached = 0.0, judge.is_cached(questions[i], documents)
-                    if ledger is not None and ledger.limit is not None and judge.calls_endpoint and not cached:
-                        admitted = ledger.admit(qids[i], judge.worst_case(questions[i], documents))
-                        if admitted is None:
-                            break
-                        reserved = admitted
-                    in_flight.append((waiting.popleft(), submit(i), reserved, cached))
-                if not in_flight:
-                    break
-                i, future, reserved, cached = in_flight.popleft()
-                try:
-                    judgment = future.result()
-                except Exception as exc:
-                    lost = pool.lost(exc) if pool is not None else None
-                    if lost is None:
-                        raise
-                    raise CheckFailed(
-                        f"{lost}: {len(done)} of {len(questions)} questions are judged and kept in "
-                        f"{partial.name}; rerun `backtest score` to resume"
-                    ) from None
-                if judgment.question_id != qids[i]:
-                    raise CheckFailed(
-                        f"judge {judge.name} answered for {judgment.question_id!r} instead of {qids[i]!r}"
-                    )
-                if ledger is not None:
-                    ledger.settle(reserved, judgment, cached)
-                line, chain = partial_line(judgment, chain)
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
-                done.append(judgment)
-                bar.update(1)
-                bar.set_postfix(postfix(), refresh=False)
-                if on_judged is not None:
-                    on_judged(i)
-        finally:
-            for _, future, _, _ in in_flight:
-                future.cancel()
-            if pool is not None:
-                pool.shutdown()
-            if attempts.is_file():  # attempts beyond one per question were lost with their worker
-                lines = attempts.read_text(encoding="utf-8").split()
-                worker_stats["ray_attempts_lost"] = len(lines) - len(set(lines))
-                attempts.unlink()
-    judged_now = len(done) - (len(questions) - len(todo))
-    if n_failed(done) or len(done) < len(questions):
-        return JudgeRun(done, judged_now, ledger, worker_stats)
-    atomic_write_bytes(final, b"".join(judgment_line(j) for j in done))
-    with contextlib.suppress(FileNotFoundError):
-        partial.unlink()
-    return JudgeRun(done, judged_now, ledger, worker_stats)
-
-
-_WORKER_STATS_LOCK = threading.Lock()
-
-
-def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]], worker_stats: dict[str, Any]) -> None:
-    """Complete ``out`` with the Judgment a Ray task returned (or its error); add what its judge did to
-    ``worker_stats``. Nothing when ``out`` was cancelled meanwhile (the run stopped)."""
-    with contextlib.suppress(InvalidStateError):  # cancelled by the driver, which no longer waits for it
-        if remote.cancelled():
-            out.cancel()
-        elif (exc := remote.exception()) is not None:
-            out.set_exception(exc)
-        else:
-            result = remote.result()
-            with _WORKER_STATS_LOCK:  # Ray may run done-callbacks on more than one thread
-                worker_stats.update(stats_sum(worker_stats, result["stats"]))
-            out.set_result(Judgment.model_validate(result["judgment"]))
 
 
 # --------------------------------------------------------------------------- hooks
