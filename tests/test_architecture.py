@@ -123,3 +123,19 @@ def test_the_graph_walker_sees_a_cycle(tmp_path: Path) -> None:
 def test_module_imports_in_a_fresh_interpreter(module: str) -> None:
     result = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr.strip().splitlines()[-1:]
+
+
+def test_each_top_level_command_has_its_own_cli_module() -> None:
+    """``backtest NAME`` lives in ``backtest/cli/NAME.py`` (``import_.py`` for ``import``), the only command it
+    attaches; the rest of the folder is shared options (common), the entry point (main) and a subgroup (batch)."""
+    import importlib
+
+    from backtest.cli.main import COMMAND_MODULES, cli
+
+    shared = {"__init__", "common", "main", "batch"}
+    files = {p.stem for p in (PACKAGE / "cli").glob("*.py")} - shared
+    assert {m.__name__.rsplit(".", 1)[1] for m in COMMAND_MODULES} == files
+    for stem in sorted(files):
+        module = importlib.import_module(f"backtest.cli.{stem}")
+        assert [c.name for c in module.COMMANDS] == [stem.rstrip("_")], stem
+    assert sorted(cli.commands) == sorted(stem.rstrip("_") for stem in files)

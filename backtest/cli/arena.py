@@ -1,4 +1,4 @@
-"""``backtest arena`` (pairwise leaderboard) and ``backtest diversity`` (distinct questions, perturbation audit)."""
+"""``backtest arena``: a pairwise leaderboard of systems on shared contexts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from backtest.cli.common import OutPath, echo_json, json_option, progress_enable
 from backtest.core.errors import BadInput
 
 
-def _question_sets(paths) -> dict:
+def load_question_sets(paths) -> dict:
     from backtest.arena.contexts import load_question_set
 
     sets: dict = {}
@@ -133,7 +133,7 @@ def arena(
     if contexts_file:
         contexts = load_user_contexts(contexts_file)
     else:
-        question_sets = _question_sets(sets)
+        question_sets = load_question_sets(sets)
         if instance_id:
             past = _past_of(instance_id, question_sets, ws)
     with tqdm(desc="judging pairs", unit=" pair", disable=not progress_enabled()) as bar:
@@ -172,69 +172,5 @@ def arena(
     click.echo(f"wrote {out}/arena.json, leaderboard.md, cases.jsonl, contexts.jsonl")
 
 
-@click.command("diversity")
-@click.argument("sets", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--rule",
-    "rules",
-    multiple=True,
-    default=("tfidf", "embedding"),
-    show_default=True,
-    help="Equivalence rule (repeatable): tfidf, embedding, llm.",
-)
-@click.option(
-    "--grouping",
-    "groupings",
-    multiple=True,
-    type=click.Choice(["components", "complete", "leader"]),
-    default=("components", "complete", "leader"),
-    show_default=True,
-    help="Clustering (repeatable).",
-)
-@click.option("--audit/--no-audit", default=True, show_default=True, help="Run the perturbation audit.")
-@click.option("--audit-max", type=click.IntRange(1), default=None, help="Audit at most this many questions per set.")
-@click.option(
-    "--llm-config", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Judge config for --rule llm."
-)
-@click.option(
-    "--out", type=OutPath(file_okay=False, path_type=Path), help="Output folder (default: results/diversity/<id>)."
-)
-@json_option
-@click.pass_context
-def diversity(ctx, sets, rules, groupings, audit, audit_max, llm_config, out, as_json):
-    """Count distinct questions per set under each equivalence rule, and audit the rules with
-    controlled perturbations (wording, synonyms: meaning kept; object or method swapped: changed).
-
-    SETS are submission folders, frozen set folders (verified) or questions.jsonl files.
-    """
-    from backtest.analysis.diversity import build_rules, diversity_study, ranked_texts, write_diversity
-    from backtest.core.seal import sha256_json
-
-    ws = workspace(ctx)
-    question_sets = ranked_texts(_question_sets(sets))
-    built = build_rules(rules, cache_dir=ws.cache / "equivalence", llm_config=llm_config)
-    report, md = diversity_study(question_sets, built, groupings=groupings, audit=audit, audit_max=audit_max)
-    out = (
-        out
-        or ws.results
-        / "diversity"
-        / sha256_json(
-            {
-                "sets": question_sets,
-                "rules": [r.name for r in built],
-                "groupings": groupings,
-                "audit": audit,
-                "audit_max": audit_max,
-            }
-        )[:12]
-    )
-    write_diversity(report, md, out)
-    if as_json:
-        echo_json(report)
-        return
-    click.echo(md)
-    click.echo(f"wrote {out}/diversity.json, diversity.md")
-
-
 # Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
-COMMANDS = [arena, diversity]
+COMMANDS = [arena]

@@ -1,6 +1,6 @@
 """``backtest judge batch export|import``: an LLM judge's requests as a provider batch file, and its answers back.
 
-The group is attached to ``backtest judge`` by :mod:`backtest.cli.validation`; the logic is
+The group is attached to ``backtest judge`` by :mod:`backtest.cli.judge`; the logic is
 :mod:`backtest.judge.batch`.
 """
 

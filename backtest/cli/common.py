@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 import click
@@ -155,3 +156,24 @@ def llm_options(command):
 def given_options(**options) -> dict:
     """The options that were given (not None)."""
     return {k: v for k, v in options.items() if v is not None}
+
+
+#: a run folder argument (``RUN_DIR``): an existing folder
+RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+def split_values(values: tuple[str, ...] | str | None) -> list[str]:
+    """Comma-separated and/or repeated option values, flattened, blanks dropped."""
+    if values is None:
+        return []
+    items = [values] if isinstance(values, str) else list(values)
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
+def run_validity_line(ws: Workspace, run_dir: Path) -> str:
+    """The judge-validity line of a finished run (its judge's card, or that it has none)."""
+    from backtest.core.records import read_output
+    from backtest.judge.cards import run_validity
+    from backtest.scoring.outputs import Run
+
+    return run_validity(ws, read_output(Run, run_dir / "RUN.json").judge)["line"]

@@ -10,40 +10,64 @@ import click
 
 from backtest import __version__
 from backtest.cli import (
-    analysis,
+    agree,
+    annotate,
     arena,
+    baselines,
     clarity,
+    compare,
+    contamination,
+    control,
     corpus,
+    demo,
+    diversity,
     estimate,
     freeze,
     generate,
+    import_,
     instance,
+    judge,
+    leaderboard,
     leakage,
     prospective,
     release,
+    report,
     retrieve,
     schema,
     score,
-    validation,
+    stress,
+    verify,
 )
 from backtest.core.errors import BacktestError
 from backtest.core.text import visible
 from backtest.core.workspace import Workspace
 
-# Command modules in pipeline order; each lists its click commands in ``COMMANDS``.
+# One module per top-level command, in pipeline order; each lists its click command in ``COMMANDS``.
 COMMAND_MODULES = [
     corpus,
     instance,
     generate,
+    baselines,
     freeze,
+    verify,
     clarity,
     retrieve,
     score,
+    report,
+    demo,
     leakage,
-    validation,
+    contamination,
+    control,
+    annotate,
+    judge,
     arena,
-    analysis,
+    diversity,
+    import_,
+    compare,
+    leaderboard,
+    agree,
     estimate,
+    stress,
     release,
     prospective,
     schema,
@@ -77,60 +101,43 @@ for _module in COMMAND_MODULES:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI, printing BacktestErrors as one line (no traceback)."""
+    """Console entry point: run the CLI; a failure is one line on stderr (no traceback) and its exit code."""
     try:
         cli.main(args=argv, prog_name="backtest", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        click.echo(f"error: {visible(' '.join(exc.format_message().split()))}", err=True)
-        sys.exit(2)
-    except BacktestError as exc:
-        click.echo(f"error: {visible(exc.message)}", err=True)
-        for line in exc.details[1:21]:
-            click.echo(f"  {visible(str(line))}", err=True)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every failure ends in a line and a code
+        code, lines = failure(exc)
+        if code == 3 and os.environ.get("BACKTEST_DEBUG"):
+            raise
+        for line in lines:
+            click.echo(line, err=True)
+        sys.exit(code)
+
+
+def failure(exc: BaseException) -> tuple[int, list[str]]:
+    """The exit code of an exception that ended a command, and the lines it prints: 2 bad input or usage, 1 a
+    check failed (or the machine ran out of space or memory), 130 interrupted, 3 an internal error."""
+    if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code, []
+    if isinstance(exc, (click.exceptions.Abort, KeyboardInterrupt)):
+        return 130, ["aborted" if isinstance(exc, click.exceptions.Abort) else "interrupted"]
+    if isinstance(exc, click.ClickException):
+        return 2, [f"error: {visible(' '.join(exc.format_message().split()))}"]
+    if isinstance(exc, BacktestError):
+        lines = [f"error: {visible(exc.message)}"] + [f"  {visible(str(line))}" for line in exc.details[1:21]]
         if len(exc.details) > 21:
-            click.echo(f"  … and {len(exc.details) - 21} more", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    except RecursionError:
-        click.echo("error: input nested too deeply to read (a JSON document thousands of levels deep?)", err=True)
-        sys.exit(2)
-    except MemoryError:
-        click.echo(
-            "error: out of memory: the input is too large for this machine (split it, or use a smaller --n)", err=True
-        )
-        sys.exit(1)
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            click.echo(
-                f"error: no space left on device{f' writing {exc.filename}' if exc.filename else ''}; nothing was "
-                "half-written (writes are atomic): free space and rerun",
-                err=True,
-            )
-            sys.exit(1)
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            click.echo(f"error: {exc.strerror}: {exc.filename}", err=True)
-            sys.exit(2)
-        if os.environ.get("BACKTEST_DEBUG"):
-            raise
-        click.echo(
-            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} "
-            "(set BACKTEST_DEBUG=1 for a traceback)",
-            err=True,
-        )
-        sys.exit(3)
-    except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
-        if os.environ.get("BACKTEST_DEBUG"):
-            raise
-        click.echo(
-            f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} "
-            "(set BACKTEST_DEBUG=1 for a traceback)",
-            err=True,
-        )
-        sys.exit(3)
+            lines.append(f"  … and {len(exc.details) - 21} more")
+        return exc.exit_code, lines
+    if isinstance(exc, RecursionError):
+        return 2, ["error: input nested too deeply to read (a JSON document thousands of levels deep?)"]
+    if isinstance(exc, MemoryError):
+        return 1, ["error: out of memory: the input is too large for this machine (split it, or use a smaller --n)"]
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return 1, [
+            f"error: no space left on device{where}; nothing was half-written (writes are atomic): free space and rerun"
+        ]
+    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return 2, [f"error: {exc.strerror}: {exc.filename}"]
+    return 3, [
+        f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())} (set BACKTEST_DEBUG=1 for a traceback)"
+    ]

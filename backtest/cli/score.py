@@ -1,4 +1,4 @@
-"""``backtest score FROZEN_DIR``, ``backtest report RUN_DIR`` and ``backtest demo``."""
+"""``backtest score FROZEN_DIR``: retrieve, judge and measure a frozen set."""
 
 from __future__ import annotations
 
@@ -6,16 +6,15 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import echo_json, executor_options, executor_spec, json_option, progress_enabled, workspace
-
-
-def _validity_line(ws, run_dir: Path) -> str:
-    """The judge-validity line of a finished run (its judge's card, or that it has none)."""
-    from backtest.core.records import read_output
-    from backtest.judge.cards import run_validity
-    from backtest.scoring.outputs import Run
-
-    return run_validity(ws, read_output(Run, run_dir / "RUN.json").judge)["line"]
+from backtest.cli.common import (
+    echo_json,
+    executor_options,
+    executor_spec,
+    json_option,
+    progress_enabled,
+    run_validity_line,
+    workspace,
+)
 
 
 @click.command("score")
@@ -83,7 +82,7 @@ def score(
         "completion_tokens": result.judge_stats.get("completion_tokens", 0),
         "ray_attempts_lost": result.judge_stats.get("ray_attempts_lost", 0),
         "cost": result.cost,
-        "judge_validity": _validity_line(ws, result.run_dir),
+        "judge_validity": run_validity_line(ws, result.run_dir),
     }
     if as_json:
         echo_json(summary)
@@ -135,43 +134,5 @@ def _print_estimate(est: dict, as_json: bool) -> None:
         click.echo("  cost: the judge config has no price table (price = {input_per_mtok, output_per_mtok, currency})")
 
 
-@click.command("report")
-@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.pass_context
-def report(ctx, run_dir):
-    """Redraw report.md and report.html of a finished run from its files."""
-    from backtest.judge.cards import run_validity
-    from backtest.scoring.report import write_reports
-    from backtest.scoring.score import load_run_files
-    from backtest.submit.freeze import load_frozen
-
-    ws = workspace(ctx)
-    run, retrievals, judgments, metrics = load_run_files(run_dir)
-    frozen = Path(run.frozen_path)
-    bundle = load_frozen(frozen if frozen.is_absolute() else ws.root / frozen)
-    md, page = write_reports(
-        run_dir, run, bundle.questions, retrievals, judgments, metrics, run_validity(ws, run.judge)["line"]
-    )
-    click.echo(f"wrote {md} and {page}")
-
-
-@click.command("demo")
-@click.option(
-    "--instance", "instance_id", default="astro-2025-ep", show_default=True, help="A built instance (make instances)."
-)
-@click.option("--n", "n_questions", default=12, show_default=True, help="Questions in the demo submission.")
-@click.option("--seed", default=0, show_default=True)
-@click.pass_context
-def demo(ctx, instance_id, n_questions, seed):
-    """Make a small real submission from past-corpus claims, freeze it, score it offline, print the report path."""
-    from backtest.studies.demo import run_demo
-
-    ws = workspace(ctx)
-    result = run_demo(ws, instance_id, n=n_questions, seed=seed, progress=progress_enabled())
-    click.echo(f"demo scored: {result.run_dir}")
-    click.echo(_validity_line(ws, result.run_dir))
-    click.echo(f"report: {result.run_dir / 'report.html'}")
-
-
 # Attached to the ``backtest`` group by :mod:`backtest.cli.main`.
-COMMANDS = [score, report, demo]
+COMMANDS = [score]
