@@ -34,7 +34,7 @@ from backtest.core.errors import BadInput
 from backtest.core.fileio import read_toml
 from backtest.core.records import Versioned
 from backtest.core.registry import Registry
-from backtest.judge.protocol import checked_judge, factory_of_config, find_config
+from backtest.judge.protocol import factory_of_config, find_config, not_a_subclass
 
 VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 SHARES = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
@@ -138,12 +138,16 @@ def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | No
     value = str(name_or_config or "offline")
     config_path = find_config(value, root)
     if config_path is None and value in PAIRWISE_JUDGES:
-        return checked_judge(PAIRWISE_JUDGES.get(value)({}, None), value, PairwiseJudge)
-    if config_path is None:
+        kind, made = value, PAIRWISE_JUDGES.get(value)({}, None)
+    elif config_path is None:
         raise BadInput(f"{PAIRWISE_JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
-    config = read_toml(config_path, "pairwise judge config")
-    made = factory_of_config(PAIRWISE_JUDGES, config, config_path)(config, config_path.resolve())
-    return checked_judge(made, str(config.get("kind", "llm")), PairwiseJudge)
+    else:
+        config = read_toml(config_path, "pairwise judge config")
+        kind = str(config.get("kind", "llm"))
+        made = factory_of_config(PAIRWISE_JUDGES, config, config_path)(config, config_path.resolve())
+    if not isinstance(made, PairwiseJudge):  # a plugin's factory may make anything
+        raise BadInput(not_a_subclass(made, kind, PairwiseJudge))
+    return made
 
 
 # --------------------------------------------------------------------------- judging both orders

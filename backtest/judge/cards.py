@@ -29,6 +29,7 @@ from typing import Any
 from backtest.core.errors import BadInput
 from backtest.core.records import read_output, write_output
 from backtest.core.seal import sha256_file, sha256_json
+from backtest.core.workspace import Workspace
 from backtest.judge.outputs import ValidityCard
 
 NOT_VALIDATED = "judge not validated: no validity card (run `backtest judge validate`)"
@@ -273,7 +274,7 @@ def card_line(card: ValidityCard | None, problems: list[str] | tuple[str, ...] =
     return "judge validity: " + "; ".join(parts)
 
 
-def run_validity(ws, judge: dict[str, Any]) -> dict[str, Any]:
+def run_validity(ws: Workspace, judge: dict[str, Any]) -> dict[str, Any]:
     """For a run's RUN.json ``judge`` entry: the card's path (None when there is none), its one-line summary
     ('card invalid' when it fails its checks), its validations (none when invalid) and its problems."""
     from backtest.core.records import JudgeInfo

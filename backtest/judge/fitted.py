@@ -70,12 +70,14 @@ def item_hash(question: Question, documents: Sequence[RetrievedDocument]) -> str
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
+    out: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+    return out
 
 
 def _linear(model: dict[str, Any], x: np.ndarray) -> np.ndarray:
     z = (x - np.asarray(model["mean"])) / np.asarray(model["scale"])
-    return z @ np.asarray(model["coef"]).T + np.asarray(model["intercept"])
+    out: np.ndarray = z @ np.asarray(model["coef"]).T + np.asarray(model["intercept"])
+    return out
 
 
 def pooled(features: np.ndarray, probs: np.ndarray, engaged: np.ndarray) -> np.ndarray:
@@ -95,7 +97,8 @@ def item_features(pool: np.ndarray, is_engaged: bool, has_premise: bool) -> np.n
 def read_weights(path: str | Path) -> dict[str, Any]:
     """A fitted judge's weights file as a dict (BadInput naming it when missing or not JSON)."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        weights: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+        return weights
     except FileNotFoundError:
         raise BadInput(f"{path}: no such weights file") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -371,7 +372,7 @@ class OfflineJudge(Judge):
         return to_judgment(question.question_id, answer, [d.id for d in documents], self.info(), {})
 
 
-def make_offline(config: dict[str, Any], config_path, ws: Workspace | None) -> OfflineJudge:
+def make_offline(config: dict[str, Any], config_path: Path | None, ws: Workspace | None) -> OfflineJudge:
     fields = {k: v for k, v in config.items() if k not in ("kind", "name", "description")}
     try:
         judge = OfflineJudge(OfflineSettings(**fields))

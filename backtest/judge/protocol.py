@@ -193,24 +193,24 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
     value = str(name_or_config_path or "offline")
     config_path = find_config(value, ws.root if ws is not None else None)
     if config_path is None and value in JUDGES:
-        return checked_judge(JUDGES.get(value)({}, None, ws), value, Judge)
-    if config_path is None:
+        kind, made = value, JUDGES.get(value)({}, None, ws)
+    elif config_path is None:
         if value.endswith(".toml"):
             raise BadInput(f"{value}: no such judge config")
         raise BadInput(f"{JUDGES.unknown(value).message}: or give a judges/NAME.toml config")
-    config = load_config(config_path)
-    # absolute, links not followed: the judge is named by where the workspace has its config (judge_spec_of)
-    made = factory_of_config(JUDGES, config, config_path)(config, Path(os.path.abspath(config_path)), ws)
-    return checked_judge(made, str(config.get("kind", "llm")), Judge)
-
-
-def checked_judge(made: object, kind: str, base: type) -> Any:
-    """``made`` when the factory of ``kind`` made a ``base`` (a subclass), else BadInput naming the kind."""
-    if not isinstance(made, base):
-        raise BadInput(
-            f"judge kind {kind!r} made a {type(made).__name__}, not a {base.__module__}.{base.__name__} subclass"
-        )
+    else:
+        config = load_config(config_path)
+        # absolute, links not followed: the judge is named by where the workspace has its config (judge_spec_of)
+        kind = str(config.get("kind", "llm"))
+        made = factory_of_config(JUDGES, config, config_path)(config, Path(os.path.abspath(config_path)), ws)
+    if not isinstance(made, Judge):  # a plugin's factory may make anything
+        raise BadInput(not_a_subclass(made, kind, Judge))
     return made
+
+
+def not_a_subclass(made: object, kind: str, base: type) -> str:
+    """Why what the factory of ``kind`` made is refused: it does not subclass ``base``."""
+    return f"judge kind {kind!r} made a {type(made).__name__}, not a {base.__module__}.{base.__name__} subclass"
 
 
 def find_config(value: str, root: Path | None) -> Path | None:

@@ -104,7 +104,7 @@ def n_failed(judgments: Sequence[Judgment]) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def _worker_judge(spec: str, root: str):
+def _worker_judge(spec: str, root: str) -> Judge:
     """The judge of a Ray worker process, made once per (spec, workspace) from what ``get_judge`` reads."""
     from backtest.judge import get_judge
 

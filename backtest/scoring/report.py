@@ -15,7 +15,7 @@ import base64
 import html
 from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from backtest.core.fileio import atomic_write_text
 from backtest.core.html import markdown_cell
@@ -23,6 +23,9 @@ from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Judgment, Question
 from backtest.core.stats import clopper_pearson
 from backtest.judge.cards import NOT_VALIDATED
 from backtest.scoring.outputs import Metrics, Run
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _COLORS = {
     "answered": "#2b8a3e",
@@ -50,7 +53,7 @@ def _rate_rows(section: dict[str, Rate], labels: Sequence[str], values: Sequence
     return rows
 
 
-def _png(fig) -> str:
+def _png(fig: Figure) -> str:
     from backtest.core.plots import figure_png
 
     return base64.b64encode(figure_png(fig, dpi=110, tight=True)).decode("ascii")
@@ -218,7 +221,14 @@ def judge_flags(judgments: Sequence[Judgment]) -> list[str]:
     return collapse_flags(dict(Counter(j.outcome for j in judgments)))
 
 
-def render_markdown(run: Run, questions, retrievals, judgments, metrics: Metrics, validity: str | None = None) -> str:
+def render_markdown(
+    run: Run,
+    questions: Sequence[Question],
+    retrievals: Sequence[Retrieval],
+    judgments: Sequence[Judgment],
+    metrics: Metrics,
+    validity: str | None = None,
+) -> str:
     """The Markdown report. ``validity`` is the judge's validity-card line (``not validated`` when None)."""
     c = markdown_cell
     lines = [f"# Run {c(run.run_id)}: {c(run.system)} on {c(run.instance_id)}", ""]
@@ -285,7 +295,14 @@ code{font-size:.9em}"""
 )
 
 
-def render_html(run: Run, questions, retrievals, judgments, metrics: Metrics, validity: str | None = None) -> str:
+def render_html(
+    run: Run,
+    questions: Sequence[Question],
+    retrievals: Sequence[Retrieval],
+    judgments: Sequence[Judgment],
+    metrics: Metrics,
+    validity: str | None = None,
+) -> str:
     """The self-contained HTML report (charts inline as base64 PNG); ``validity`` as in :func:`render_markdown`."""
     esc = html.escape
     n = len(questions)
@@ -363,7 +380,13 @@ def render_html(run: Run, questions, retrievals, judgments, metrics: Metrics, va
 
 
 def write_reports(
-    run_dir: Path, run: Run, questions, retrievals, judgments, metrics: Metrics, validity: str | None = None
+    run_dir: Path,
+    run: Run,
+    questions: Sequence[Question],
+    retrievals: Sequence[Retrieval],
+    judgments: Sequence[Judgment],
+    metrics: Metrics,
+    validity: str | None = None,
 ) -> tuple[Path, Path]:
     """Write ``report.md`` and ``report.html`` into ``run_dir`` (atomically)."""
     run_dir = Path(run_dir)

@@ -31,12 +31,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from backtest import __version__
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl
 from backtest.core.records import (
+    Instance,
     Judgment,
     Question,
     Retrieval,
@@ -52,6 +53,7 @@ from backtest.retrieve.compact import is_compact_file, read_retrievals
 from backtest.scoring.cost import run_cost
 from backtest.scoring.judging import judge_all, judge_spec_of, n_failed, stats_sum
 from backtest.scoring.outputs import Metrics, Run
+from backtest.submit.freeze import FrozenBundle
 
 RUN_FILES = ("RUN.json", "retrieval.jsonl", "judgments.jsonl", "metrics.json", "report.md", "report.html")
 
@@ -75,7 +77,7 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_settings(bundle, instance, judge: Judge) -> dict[str, Any]:
+def run_settings(bundle: FrozenBundle, instance: Instance, judge: Judge) -> dict[str, Any]:
     """Everything that changes a run's labels; its sha256 names the default run id."""
     return {
         "frozen_seal": bundle.frozen.seal,
@@ -108,7 +110,9 @@ def leakage_hook(run_dir: Path, ws: Workspace) -> tuple[bool, list[dict[str, Any
     return bool(record["valid"]), record["leakage"]
 
 
-def _metrics(questions, judgments, retrievals, cutoff) -> Metrics:
+def _metrics(
+    questions: Sequence[Question], judgments: Sequence[Judgment], retrievals: Sequence[Retrieval], cutoff: dt.date
+) -> Metrics:
     try:
         from backtest.scoring.metrics import compute_metrics
     except ImportError:
@@ -201,7 +205,11 @@ class Prepared:
 
 
 def prepare(
-    frozen_path: str | Path, ws: Workspace, judge_spec: str | None = None, run_id: str | None = None, judge=None
+    frozen_path: str | Path,
+    ws: Workspace,
+    judge_spec: str | None = None,
+    run_id: str | None = None,
+    judge: Judge | None = None,
 ) -> Prepared:
     """Check a frozen set (frozen, intact, its instance unchanged and with a future corpus), make its judge
     (``judge_spec``; default: the instance's judge, else ``offline``) and name its run folder."""
@@ -225,7 +233,9 @@ def prepare(
     return Prepared(frozen_path, bundle, instance, judge, settings, sha256_json(settings), run_id, run_dir)
 
 
-def dry_run(frozen_path: str | Path, ws: Workspace, judge_spec: str | None = None, progress: bool = False):
+def dry_run(
+    frozen_path: str | Path, ws: Workspace, judge_spec: str | None = None, progress: bool = False
+) -> dict[str, Any]:
     """``score --dry-run``: what scoring would call and cost (:func:`~backtest.scoring.cost.estimate_questions`);
     retrieves in memory when no run has, writes nothing and calls no judge."""
     from backtest.scoring.cost import estimate_questions
@@ -249,7 +259,7 @@ def score_frozen(
     judge_spec: str | None = None,
     run_id: str | None = None,
     progress: bool = False,
-    judge=None,
+    judge: Judge | None = None,
     on_judged: Callable[[int], None] | None = None,
     max_cost: float | None = None,
 ) -> ScoreResult:
