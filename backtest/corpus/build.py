@@ -615,11 +615,32 @@ def verify_corpus(manifest: CorpusManifest, ws: Workspace, records_path: Path | 
     index_bytes = index_path.read_bytes()
     if sha256_bytes(index_bytes) != manifest.index_sha256:
         report.problems.append(f"{index_path}: index sha256 differs from the manifest")
+    expected = _index_hashes(index_bytes)
+    found = _check_records(records_path, expected, report)
+    report.missing = sorted(set(expected) - found)
+    for name, ids in (("drifted", report.drifted), ("missing", report.missing), ("extra", report.extra)):
+        for identifier in ids:
+            report.problems.append(f"record {identifier}: {name}")
+    if report.n_records != manifest.n_records:
+        report.problems.append(f"{report.n_records} records on disk, manifest says {manifest.n_records}")
+    if not report.problems and sha256_file(records_path) != manifest.records_sha256:
+        report.problems.append(f"{records_path}: file sha256 differs from the manifest (line order or framing changed)")
+    return report
+
+
+def _index_hashes(index_bytes: bytes) -> dict[str, str]:
+    """id -> record sha256, from a corpus index (``id<TAB>published<TAB>sha256`` rows)."""
     expected: dict[str, str] = {}
     for row in index_bytes.decode("utf-8", "replace").splitlines():
         parts = row.split("\t")
         if len(parts) == 3:
             expected[parts[0]] = parts[2]
+    return expected
+
+
+def _check_records(records_path: Path, expected: dict[str, str], report: VerifyReport) -> set[str]:
+    """Hash every line of the records file against ``expected``; count it in ``report`` and note each line without
+    an id, each id the index lacks (extra) and each whose bytes changed (drifted). Returns the ids seen."""
     found: set[str] = set()
     with open(records_path, "rb") as handle:
         for raw in handle:
@@ -634,15 +655,7 @@ def verify_corpus(manifest: CorpusManifest, ws: Workspace, records_path: Path | 
                 report.extra.append(identifier)
             elif sha256_bytes(line) != expected[identifier]:
                 report.drifted.append(identifier)
-    report.missing = sorted(set(expected) - found)
-    for name, ids in (("drifted", report.drifted), ("missing", report.missing), ("extra", report.extra)):
-        for identifier in ids:
-            report.problems.append(f"record {identifier}: {name}")
-    if report.n_records != manifest.n_records:
-        report.problems.append(f"{report.n_records} records on disk, manifest says {manifest.n_records}")
-    if not report.problems and sha256_file(records_path) != manifest.records_sha256:
-        report.problems.append(f"{records_path}: file sha256 differs from the manifest (line order or framing changed)")
-    return report
+    return found
 
 
 def rebuild_and_compare(manifest: CorpusManifest, ws: Workspace, scratch: Workspace) -> VerifyReport:

@@ -316,6 +316,31 @@ def _first_clause_end(text: str) -> int:
     return found.start() if found else len(text)
 
 
+def _unresolved_demonstrative(text: str, masked: str, m: re.Match[str]) -> tuple[str, int, int] | None:
+    """The span of a first-clause demonstrative ("this sample", "these", "such", "there") that nothing before it
+    resolves, or None when it is resolved or is no reference."""
+    after = masked[m.end() :]
+    word = m.group(0).lower()
+    if word == "such" and re.match(r"\s+(?:as|that)\b", after):
+        return None
+    if word == "those" and re.match(
+        r"\s+(?:of|that|which|who|with|in|at|for|from|around|near|on|by|seen|found|\w+ed|\w+ing)\b", after
+    ):
+        return None  # a pronoun with its own restriction ("those attributed to H2O")
+    if word == "there" and re.search(r"\b(?:is|are|was|were|be|been)\s+$", masked[: m.start()], re.I):
+        return None  # "is there ...": existential
+    tail = re.match(r"(?:\s+(?:a|an)\b)?(?:\s+[\w'’-]+){0,2}", after) if word not in {"there"} else None
+    following = _WORD.findall(tail.group(0)) if tail else []
+    following = [w for w in following if w.lower() not in {"a", "an"}]
+    before = {_stem4(w) for w in _WORD.findall(masked[: m.start()])}
+    if word in {"the latter", "the former"} and " and " in masked[: m.start()]:
+        return None
+    if following and any(_stem4(w) in before for w in following if len(w) > 2):
+        return None  # "the disk ... this disk": resolved
+    end = m.end() + (tail.end() if tail else 0)
+    return text[m.start() : end], m.start(), end
+
+
 def _unresolved(text: str, masked: str) -> list[tuple[str, int, int]]:
     """Spans of references the question never resolves (see :data:`CLARITY_CHECKS`)."""
     out: list[tuple[str, int, int]] = []
@@ -332,28 +357,8 @@ def _unresolved(text: str, masked: str) -> list[tuple[str, int, int]]:
         out.append((c, m.start("c"), m.end("c")))
     first_clause = _first_clause_end(masked)
     for m in _DEMONSTRATIVE.finditer(masked):
-        if m.start() >= first_clause:
-            continue  # in a later clause: refers back to the first one
-        after = masked[m.end() :]
-        word = m.group(0).lower()
-        if word == "such" and re.match(r"\s+(?:as|that)\b", after):
-            continue
-        if word == "those" and re.match(
-            r"\s+(?:of|that|which|who|with|in|at|for|from|around|near|on|by|seen|found|\w+ed|\w+ing)\b", after
-        ):
-            continue  # a pronoun with its own restriction ("those attributed to H2O")
-        if word == "there" and re.search(r"\b(?:is|are|was|were|be|been)\s+$", masked[: m.start()], re.I):
-            continue  # "is there ...": existential
-        tail = re.match(r"(?:\s+(?:a|an)\b)?(?:\s+[\w'’-]+){0,2}", after) if word not in {"there"} else None
-        following = _WORD.findall(tail.group(0)) if tail else []
-        following = [w for w in following if w.lower() not in {"a", "an"}]
-        before = {_stem4(w) for w in _WORD.findall(masked[: m.start()])}
-        if word in {"the latter", "the former"} and " and " in masked[: m.start()]:
-            continue
-        if following and any(_stem4(w) in before for w in following if len(w) > 2):
-            continue  # "the disk ... this disk": resolved
-        end = m.end() + (tail.end() if tail else 0)
-        out.append((text[m.start() : end], m.start(), end))
+        if m.start() < first_clause and (span := _unresolved_demonstrative(text, masked, m)) is not None:
+            out.append(span)  # a demonstrative in a later clause refers back to the first one
     from backtest.text.objects import find_objects
     from backtest.text.terms import specific_terms
 
@@ -386,35 +391,22 @@ def _no_subject(text: str) -> str | None:
     return None
 
 
-def clarity_score(question: str) -> ClarityScore:
-    """The clarity of one question: deterministic, no fitted weight (see :data:`CLARITY_CHECKS`).
-
-    The score is the product of ``1 - penalty`` over the checks that fire; each problem names its check
-    and the span of ``question`` it matched. Text inside quotation marks (a quoted paper title) is not read
-    for references, sentence breaks or second questions.
-    """
-    text = question
+def _form_problems(text: str, masked: str, n_words: int) -> list[ClarityProblem]:
+    """The checks of a question's form: its length, garbled text, whether it asks, one sentence and one question,
+    leading wording, contradictory quantifiers. ``masked``: ``text`` with quoted spans blanked."""
     problems: list[ClarityProblem] = []
 
     def add(check: str, span: str, start: int, end: int) -> None:
         problems.append(ClarityProblem(check, span, start, end))
 
-    stripped = text.strip()
-    words = _WORD.findall(stripped)
-    if not words:
-        add("empty", text, 0, len(text))
-        return ClarityScore(0.0, tuple(problems))
-    masked = _mask_quotes(text)
-    if len(words) > TOO_LONG_WORDS:
-        add("too_long", f"{len(words)} words", 0, len(text))
-    if len(words) < TOO_SHORT_WORDS:
-        add("too_short", f"{len(words)} words", 0, len(text))
-    for m in _MARKUP.finditer(masked):
-        add("garbled_text", text[m.start() : m.end()], m.start(), m.end())
-    for m in [*_RUN_TOGETHER.finditer(masked), *_DOUBLED.finditer(masked)]:
+    if n_words > TOO_LONG_WORDS:
+        add("too_long", f"{n_words} words", 0, len(text))
+    if n_words < TOO_SHORT_WORDS:
+        add("too_short", f"{n_words} words", 0, len(text))
+    for m in [*_MARKUP.finditer(masked), *_RUN_TOGETHER.finditer(masked), *_DOUBLED.finditer(masked)]:
         add("garbled_text", text[m.start() : m.end()], m.start(), m.end())
     if not _ASKS.search(masked):
-        add("not_a_question", stripped[:60], 0, len(text))
+        add("not_a_question", text.strip()[:60], 0, len(text))
     inner = masked.rstrip().rstrip("?")
     for check, pattern in (("several_sentences", _SENTENCE_BREAK), ("two_questions", re.compile(r"\?"))):
         for m in pattern.finditer(inner):
@@ -429,17 +421,44 @@ def clarity_score(question: str) -> ClarityScore:
         for m in pattern.finditer(masked):
             if not _ALTERNATIVE.search(m.group("gap")):
                 add("contradictory_quantifiers", text[m.start() : m.end()], m.start(), m.end())
-    for span, start, end in _unresolved(text, masked):
-        add("unresolved_reference", span, start, end)
+    return problems
+
+
+def _reference_problems(text: str, masked: str) -> list[ClarityProblem]:
+    """The checks of what a question leans on: references it never resolves (its own work, a pronoun, a
+    demonstrative), background framing asked about as a result, no named subject."""
+    problems = [
+        ClarityProblem("unresolved_reference", span, start, end) for span, start, end in _unresolved(text, masked)
+    ]
     own = own_work_subject(masked)
     if own:
-        add("unresolved_reference", own.group(0), own.start(), own.end())
+        problems.append(ClarityProblem("unresolved_reference", own.group(0), own.start(), own.end()))
     framing = background_as_result(masked)
     if framing:
-        add("background_as_result", framing.group("clause")[:80], framing.start("clause"), framing.end("clause"))
+        clause = framing.group("clause")
+        problems.append(
+            ClarityProblem("background_as_result", clause[:80], framing.start("clause"), framing.end("clause"))
+        )
     why = _no_subject(text)
     if why:
-        add("no_subject", why, 0, len(text))
+        problems.append(ClarityProblem("no_subject", why, 0, len(text)))
+    return problems
+
+
+def clarity_score(question: str) -> ClarityScore:
+    """The clarity of one question: deterministic, no fitted weight (see :data:`CLARITY_CHECKS`).
+
+    The score is the product of ``1 - penalty`` over the checks that fire; each problem names its check
+    and the span of ``question`` it matched. Text inside quotation marks (a quoted paper title) is not read
+    for references, sentence breaks or second questions.
+    """
+    text = question
+    stripped = text.strip()
+    words = _WORD.findall(stripped)
+    if not words:
+        return ClarityScore(0.0, (ClarityProblem("empty", text, 0, len(text)),))
+    masked = _mask_quotes(text)
+    problems = [*_form_problems(text, masked, len(words)), *_reference_problems(text, masked)]
     problems.sort(key=lambda p: (list(CLARITY_CHECKS).index(p.check), p.start))
     score = 1.0
     for name in {p.check for p in problems}:

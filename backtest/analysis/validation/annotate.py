@@ -471,51 +471,10 @@ def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str 
         if conf and conf not in ("1", "2", "3"):
             problems.append(f"{where}: {item_id}: confidence {conf!r} must be 1, 2 or 3")
             conf = ""
-        if pairwise:
-            if row["better"] not in BETTER:
-                problems.append(f"{where}: {item_id}: better {row['better']!r} must be one of {', '.join(BETTER)}")
-                continue
-            labels.append(
-                PairLabel(
-                    item_id=item_id, better=row["better"], confidence=int(conf) if conf else None, notes=row["notes"]
-                )
-            )
-            continue
-        bad = False
-        if row["outcome"] not in OUTCOMES:
-            problems.append(f"{where}: {item_id}: outcome {row['outcome']!r} is not one of {', '.join(OUTCOMES)}")
-            bad = True
-        if row["premise_status"] not in PREMISE_STATUSES:
-            problems.append(
-                f"{where}: {item_id}: premise_status {row['premise_status']!r} "
-                f"is not one of {', '.join(PREMISE_STATUSES)}"
-            )
-            bad = True
-        cited = _split_ids(row["cited"])
-        foreign = [c for c in cited if c not in shown[item_id]]
-        if foreign:
-            problems.append(f"{where}: {item_id}: cited id(s) {', '.join(foreign)} are not among the item's documents")
-            bad = True
-        if len(set(cited)) != len(cited):
-            problems.append(f"{where}: {item_id}: a document is cited twice")
-            bad = True
-        if not bad and row["outcome"] in ENGAGED_OUTCOMES and not cited:
-            problems.append(f"{where}: {item_id}: outcome {row['outcome']} needs at least one cited document")
-            bad = True
-        if not bad and row["outcome"] == "not_addressed" and cited:
-            problems.append(f"{where}: {item_id}: outcome not_addressed cites nothing")
-            bad = True
-        if not bad:
-            labels.append(
-                Label(
-                    item_id=item_id,
-                    outcome=row["outcome"],
-                    premise_status=row["premise_status"],
-                    confidence=int(conf) if conf else None,
-                    cited=cited,
-                    notes=row["notes"],
-                )
-            )
+        label, wrong = (_pair_label if pairwise else _item_label)(row, f"{where}: {item_id}", conf, shown[item_id])
+        problems += wrong
+        if label is not None:
+            labels.append(label)
     missing = [i for i in shown if i not in seen]
     if missing:
         problems.append(
@@ -529,6 +488,50 @@ def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str 
     labels.sort(key=lambda lab: order[lab.item_id])
     write_jsonl(target, [lab.model_dump(mode="json", exclude_none=True) for lab in labels])
     return {"labels": str(target), "n": len(labels), "pairwise": pairwise}
+
+
+def _pair_label(row: dict[str, str], where: str, conf: str, shown: list[str]) -> tuple[PairLabel | None, list[str]]:
+    """A sheet row of a pair as its label, or None and why not (``where``: sheet, line and item)."""
+    if row["better"] not in BETTER:
+        return None, [f"{where}: better {row['better']!r} must be one of {', '.join(BETTER)}"]
+    label = PairLabel(
+        item_id=row["item_id"], better=row["better"], confidence=int(conf) if conf else None, notes=row["notes"]
+    )
+    return label, []
+
+
+def _item_label(row: dict[str, str], where: str, conf: str, shown: list[str]) -> tuple[Label | None, list[str]]:
+    """A sheet row of an item as its label, or None and every reason it is not one: labels outside the taxonomy,
+    citations of documents the item did not show or cited twice, an engaged outcome citing nothing, a
+    not_addressed one citing something (the last two only when the rest is sound)."""
+    problems = []
+    if row["outcome"] not in OUTCOMES:
+        problems.append(f"{where}: outcome {row['outcome']!r} is not one of {', '.join(OUTCOMES)}")
+    if row["premise_status"] not in PREMISE_STATUSES:
+        problems.append(
+            f"{where}: premise_status {row['premise_status']!r} is not one of {', '.join(PREMISE_STATUSES)}"
+        )
+    cited = _split_ids(row["cited"])
+    foreign = [c for c in cited if c not in shown]
+    if foreign:
+        problems.append(f"{where}: cited id(s) {', '.join(foreign)} are not among the item's documents")
+    if len(set(cited)) != len(cited):
+        problems.append(f"{where}: a document is cited twice")
+    if not problems and row["outcome"] in ENGAGED_OUTCOMES and not cited:
+        problems.append(f"{where}: outcome {row['outcome']} needs at least one cited document")
+    if not problems and row["outcome"] == "not_addressed" and cited:
+        problems.append(f"{where}: outcome not_addressed cites nothing")
+    if problems:
+        return None, problems
+    label = Label(
+        item_id=row["item_id"],
+        outcome=row["outcome"],
+        premise_status=row["premise_status"],
+        confidence=int(conf) if conf else None,
+        cited=cited,
+        notes=row["notes"],
+    )
+    return label, []
 
 
 def _merged_design(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
