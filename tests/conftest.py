@@ -26,6 +26,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parent.parent
 # One index/embedding cache for the whole suite: the same sealed corpus built in two
 # temp workspaces is embedded once (entries are keyed by corpus seal + model + params).
+# `make replay` reads the same folder (the Makefile's INDEX_CACHE), so CI embeds no record twice.
 os.environ.setdefault("BACKTEST_INDEX_CACHE", str(REPO / ".cache" / "index-cache"))
 SHARED = Path(os.environ.get("BACKTEST_SHARED", REPO.parent / "shared"))
 CORPORA = SHARED / "corpora"
