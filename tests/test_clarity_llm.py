@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from backtest.text.clarity import RATER_PROBLEMS, RATER_VERSION
+from backtest.text.clarity_llm import RATER_PROBLEMS, RATER_VERSION
 from tests.conftest import assert_key_written_nowhere
 from tests.llm_server import KEY_ENV, LLM_MODEL, judge_config
 

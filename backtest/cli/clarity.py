@@ -120,7 +120,8 @@ def rate_cmd(ctx, path, config, out, as_json):
     Each line also carries the deterministic score, to compare the two. Exit 1 when some question got no
     usable rating (the others are still printed and written).
     """
-    from backtest.text.clarity import LLMClarityRater, clarity_score
+    from backtest.text.clarity import clarity_score
+    from backtest.text.clarity_llm import LLMClarityRater
 
     what, questions = load_question_set(path)
     if not config.is_file():
