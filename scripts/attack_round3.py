@@ -333,7 +333,7 @@ def markdown_injection() -> list[Trial]:
     caught when no element, handler or javascript: link comes out, only text."""
     import markdown
 
-    from backtest.analysis.validation.annotate import render_item
+    from backtest.analysis.reading.annotate import render_item
     from tests.test_reliability_round3 import HOSTILE, hostile_item
 
     out = []

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from backtest.analysis.validation.items import read_items
-from backtest.analysis.validation.validate import load_raters, truth_labels
+from backtest.analysis.reading.items import read_items
+from backtest.analysis.reading.validate import load_raters, truth_labels
 from backtest.core.fileio import atomic_write_text
 from backtest.core.records import ENGAGED_OUTCOMES
 from backtest.core.stats import cohen_kappa

@@ -2,7 +2,7 @@
 
 Pools every labelled outcome set under ``judges/validation/`` (``outcomes-v1``, ``outcomes-heldout-v1``,
 ``release-astro-2025-v1``, ``release-space-2016-v1``: 551 distinct items of six systems) and reports, against
-the readers' adjudicated labels (:mod:`backtest.analysis.validation.systems`):
+the readers' adjudicated labels (:mod:`backtest.analysis.reading.systems`):
 
 * **as-is**: the previous default weights (``offline-v2``, fitted on ``outcomes-v1`` only) on the two release
   reads, which they never saw;
@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backtest.analysis.validation.systems import (  # noqa: E402
+from backtest.analysis.reading.systems import (  # noqa: E402
     ALL_FEATURES,
     CANDIDATES,
     NEVER_TESTED_ON,

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backtest.analysis.validation.items import read_items, read_pairs
+from backtest.analysis.reading.items import read_items, read_pairs
 from backtest.core.errors import BadInput
 from backtest.judge.fitted import DEFAULT_WEIGHTS, FittedJudge, _fit_logistic, _predict, item_hash
 
@@ -115,7 +115,7 @@ def test_candidate_features_compute_what_they_say():
 def test_pairwise_features_leave_out_surface_counts():
     """The pairwise judge's row of a real question: its form features by name, without the surface counts
     (named objects, share of capitals, number of cited papers); weights fitted with them are refused."""
-    from backtest.analysis.validation.validate import pair_context
+    from backtest.analysis.reading.validate import pair_context
     from backtest.arena import fitted_pairwise
     from backtest.arena.fitted_pairwise import QUESTION_FEATURES, FittedPairwiseJudge, _question_row
     from backtest.text.clarity import FORM_FEATURES, question_form
@@ -199,7 +199,7 @@ def test_offline_v2_judge_cross_validated_on_the_development_set(cli, tmp_path):
 
 @pytest.mark.slow
 def test_pairwise_judge_is_order_free_and_cross_validated(cli, tmp_path):
-    from backtest.analysis.validation.validate import pair_context
+    from backtest.analysis.reading.validate import pair_context
     from backtest.arena.fitted_pairwise import FittedPairwiseJudge
 
     judge = FittedPairwiseJudge.from_file()
@@ -319,7 +319,7 @@ def test_the_default_judge_is_fitted_on_every_labelled_set_and_refuses_an_as_is_
 def test_leave_one_system_out_never_judges_a_system_with_a_judge_fitted_on_it():
     """Leave one system out on the space-2016 release read (four systems, 160 items): each held-out system is
     judged by weights fitted without it; the engaged rates it reports are those of the held-out judgments."""
-    from backtest.analysis.validation.systems import held_out_judgments, item_rows, labelled_items
+    from backtest.analysis.reading.systems import held_out_judgments, item_rows, labelled_items
     from backtest.judge.fitted import fit_from_rows
 
     items = labelled_items([RELEASE_SET])

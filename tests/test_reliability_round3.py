@@ -63,7 +63,7 @@ def _no_script_ran(html_path: Path, tmp_path: Path) -> str:
 def hostile_item(question: str, premise: str, title: str, abstract: str):
     """An annotation item whose user-supplied fields (question, premise, one document's title and abstract) are
     the given texts, as an export would build it."""
-    from backtest.analysis.validation.items import AnnotationItem, ShownDocument
+    from backtest.analysis.reading.items import AnnotationItem, ShownDocument
     from backtest.core.records import Question
 
     shown = Question(
@@ -89,7 +89,7 @@ def test_markdown_outputs_render_no_injected_html(tmp_path, capsys):
     Chromium, runs none of it and shows it as text (before, the script ran and the link was live)."""
     import markdown
 
-    from backtest.analysis.validation.annotate import render_item
+    from backtest.analysis.reading.annotate import render_item
 
     item = hostile_item(" ".join(HOSTILE) + "?", HOSTILE[3], HOSTILE[0], HOSTILE[1])
     page = tmp_path / "items.html"

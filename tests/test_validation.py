@@ -16,7 +16,7 @@ import json
 import pytest
 
 from backtest.analysis.outputs import Decode
-from backtest.analysis.validation.items import read_items
+from backtest.analysis.reading.items import read_items
 from backtest.core.fileio import read_json
 from backtest.core.records import read_output
 from backtest.judge.cards import card_line, fingerprint, load_card

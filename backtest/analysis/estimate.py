@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from backtest.analysis.outputs import Decode, SampleDesign
-from backtest.analysis.validation.items import Label, read_labels
+from backtest.analysis.reading.items import Label, read_labels
 from backtest.core.errors import BadInput
 from backtest.core.ppi import PPIRate, ppi_rate, rate_difference
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, Output, parse_record, read_output

@@ -174,7 +174,7 @@ class FittedPairwiseJudge(PairwiseJudge):
         return [out[k] for k in range(len(pairs))]
 
     def decide_rows(self, fa: np.ndarray, fb: np.ndarray) -> tuple[str, float, list[str]]:
-        """Both orders judged and folded, as :func:`backtest.analysis.validation.validate.pair_verdict` does."""
+        """Both orders judged and folded, as :func:`backtest.analysis.reading.validate.pair_verdict` does."""
         from backtest.arena.pairwise import SHARES
 
         first, second = self.verdict(self.probability(fa, fb)), self.verdict(self.probability(fb, fa))

@@ -62,7 +62,7 @@ def annotate_export(ctx, sources, n, per_run, seed, stratify, first_item, pairwi
     OUT gets items.jsonl (or pairs.jsonl), a blank sheet.csv, the codebook (or the pair guide)
     and decode.json, which maps items back to systems and must not be shown to readers.
     """
-    from backtest.analysis.validation.annotate import DEFAULT_CODEBOOK, export_items, export_pairs
+    from backtest.analysis.reading.annotate import DEFAULT_CODEBOOK, export_items, export_pairs
 
     ws = workspace(ctx)
     if pairwise:
@@ -106,7 +106,7 @@ def annotate_export(ctx, sources, n, per_run, seed, stratify, first_item, pairwi
 )
 def annotate_import(sheet, items_dir, rater, out):
     """Validate a filled SHEET against its items and write the reader's labels (nothing written on any problem)."""
-    from backtest.analysis.validation.annotate import import_sheet
+    from backtest.analysis.reading.annotate import import_sheet
 
     result = import_sheet(sheet, items_dir, rater, out)
     click.echo(f"{rater}: {result['n']} {'pair verdicts' if result['pairwise'] else 'labels'} -> {result['labels']}")
@@ -119,7 +119,7 @@ def annotate_import(sheet, items_dir, rater, out):
 )
 def annotate_merge(sources, out):
     """Merge exports made in batches (numbered with --first-item), with each reader's labels, into one set."""
-    from backtest.analysis.validation.annotate import merge_exports
+    from backtest.analysis.reading.annotate import merge_exports
 
     result = merge_exports(sources, out)
     click.echo(
@@ -145,7 +145,7 @@ def annotate_adjudicate(items_dir, decisions):
     """
     import json
 
-    from backtest.analysis.validation.annotate import adjudicate, disagreements
+    from backtest.analysis.reading.annotate import adjudicate, disagreements
 
     if decisions is None:
         for d in disagreements(items_dir):

@@ -66,8 +66,8 @@ def judge_validate(
     Prints kappa with 95% intervals for outcome, premise and engaged-vs-not, per reader and
     against their consensus, and writes the judge's validity card to judges/cards/.
     """
-    from backtest.analysis.validation.report import render_text, write_report
-    from backtest.analysis.validation.validate import validate_items, validate_pairs
+    from backtest.analysis.reading.report import render_text, write_report
+    from backtest.analysis.reading.validate import validate_items, validate_pairs
     from backtest.judge.cards import validity_line, write_card
 
     ws = workspace(ctx)
@@ -128,7 +128,7 @@ def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
     could be re-derived here, e.g. an LLM judge without its endpoint or cache: give --expect-sha256). Exit 1
     unless every card is ok; each card's sha256 is printed, to publish.
     """
-    from backtest.analysis.validation.verify_card import verify_card
+    from backtest.analysis.reading.verify_card import verify_card
 
     ws = workspace(ctx)
     paths = list(cards) or sorted((ws.judges / "cards").glob("*.json"))
@@ -178,7 +178,7 @@ def judge_fit(ctx, items, label_specs, pairwise, out, features):
     Use the weights with a judge config: judges/NAME.toml holding kind = "offline" and
     weights = "PATH"; then `backtest judge validate` it (cross-validated on its own set).
     """
-    from backtest.analysis.validation.validate import fit_judge_weights
+    from backtest.analysis.reading.validate import fit_judge_weights
     from backtest.core.fileio import write_json
 
     if features is not None and pairwise:

@@ -6,7 +6,7 @@ import click
 from pydantic import BaseModel
 
 from backtest.analysis.outputs import Comparison, Decode, DiversityReport, ValidationReport
-from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, PairLabel
+from backtest.analysis.reading.items import AnnotationItem, Label, PairItem, PairLabel
 from backtest.arena.outputs import ArenaReport
 from backtest.cli.common import echo_json
 from backtest.core.records import SCHEMAS

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from backtest.analysis.validation.items import AnnotationItem, Label, PairItem, PairLabel
+from backtest.analysis.reading.items import AnnotationItem, Label, PairItem, PairLabel
 from backtest.arena.pairwise import PairwiseJudge
 from backtest.core.errors import BadInput
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, PREMISE_STATUSES
@@ -106,7 +106,7 @@ def load_raters(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Per reader (``NAME=FILE`` specs): their labels by item id, and where they came from (the file, its sha256
     and how many labels: what a report cites). Labels for items not in ``item_ids`` are refused."""
-    from backtest.analysis.validation.items import read_labels
+    from backtest.analysis.reading.items import read_labels
 
     known = None if item_ids is None else set(item_ids)
     out: dict[str, dict[str, Any]] = {}
@@ -189,7 +189,7 @@ def validate_items(
     cross_validate: bool = False,
 ) -> dict[str, Any]:
     """The validation report of ``judge`` on the items at ``items_path`` against the named label files."""
-    from backtest.analysis.validation.items import read_items
+    from backtest.analysis.reading.items import read_items
 
     items_path = Path(items_path)
     items = read_items(items_path)
@@ -312,7 +312,7 @@ def validate_pairs(
     cross_validate: bool = False,
 ) -> dict[str, Any]:
     """The pairwise judge against readers' verdicts on blinded pairs (agreement on decided cases, with a 95% CI)."""
-    from backtest.analysis.validation.items import read_pairs
+    from backtest.analysis.reading.items import read_pairs
 
     pairs_path = Path(pairs_path)
     pairs = read_pairs(pairs_path)
@@ -386,7 +386,7 @@ def fit_judge_weights(
 ) -> dict[str, Any]:
     """Weights for the offline judge (or, with ``pairwise``, the offline pairwise judge)
     fitted on the readers' consensus."""
-    from backtest.analysis.validation.items import read_items, read_pairs
+    from backtest.analysis.reading.items import read_items, read_pairs
 
     raters, _ = load_raters(label_specs, Path(items_path), None, pairwise=pairwise)
     if pairwise:

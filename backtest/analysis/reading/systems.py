@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from backtest.analysis.outputs import Decode
-from backtest.analysis.validation.items import AnnotationItem, Label, read_items, read_labels
-from backtest.analysis.validation.validate import DEFAULT_BOOT, agreement_block, label_of, truth_labels
+from backtest.analysis.reading.items import AnnotationItem, Label, read_items, read_labels
+from backtest.analysis.reading.validate import DEFAULT_BOOT, agreement_block, label_of, truth_labels
 from backtest.core.errors import BadInput
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, read_output
 

@@ -83,8 +83,8 @@ def recompute_entry(
 ) -> dict[str, Any]:
     """The entry the judge gives today on the entry's committed set, measured the way the entry says; the pooled
     nested study re-run from its committed sets. NotRecomputable where that cannot be done here."""
-    from backtest.analysis.validation.systems import NESTED_EVALUATION, STUDY_SETS, nested_study, pooled_card_entry
-    from backtest.analysis.validation.validate import validate_items, validate_pairs
+    from backtest.analysis.reading.systems import NESTED_EVALUATION, STUDY_SETS, nested_study, pooled_card_entry
+    from backtest.analysis.reading.validate import validate_items, validate_pairs
 
     evaluation = entry["evaluation"]
     if evaluation == NESTED_EVALUATION:
@@ -117,7 +117,7 @@ def recompute_entry(
 def _answers_at_all(judge, items_path: Path) -> None:
     """NotRecomputable, after one item, when the judge gives no answer (an LLM judge whose endpoint is down and
     whose answers are not cached here): not after every item has spent its retries."""
-    from backtest.analysis.validation.items import read_items
+    from backtest.analysis.reading.items import read_items
 
     first = read_items(items_path)[0]
     judgment = judge.judge(first.question, first.retrieved())

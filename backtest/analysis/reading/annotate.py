@@ -3,7 +3,7 @@
 ``export_items`` draws ``n`` (question, documents shown) cases from one or more run
 folders, blinds them (no system names, shuffled, ids ``item001``...) and writes:
 
-* ``items.jsonl`` — the items (see :mod:`backtest.analysis.validation.items`);
+* ``items.jsonl`` — the items (see :mod:`backtest.analysis.reading.items`);
 * ``sheet.csv`` — a blank sheet: item_id, outcome, premise_status, confidence, cited, notes;
 * ``codebook.md`` — the codebook readers follow (when one is given or found);
 * ``decode.json`` — private: item → run, system, question_id and the run judge's labels.
@@ -31,7 +31,7 @@ from typing import Any, Literal, Sequence
 from pydantic import ConfigDict, Field
 
 from backtest.analysis.outputs import Decode
-from backtest.analysis.validation.items import (
+from backtest.analysis.reading.items import (
     BLINDED_SYSTEM,
     AnnotationItem,
     Label,
@@ -659,7 +659,7 @@ def _disagreements(a: dict[str, Label], b: dict[str, Label], mismatch: str) -> l
 
 
 def _reader(items_dir: Path, name: str) -> dict[str, Label]:
-    from backtest.analysis.validation.items import read_labels
+    from backtest.analysis.reading.items import read_labels
 
     path = items_dir / "labels" / f"{name}.jsonl"
     if not path.is_file():

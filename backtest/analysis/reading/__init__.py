@@ -1,4 +1,4 @@
-"""Judge validation: blinded annotation, agreement with careful reading, validity cards.
+"""Careful reading, and judges measured against it: blinded annotation, agreement with the readers, validity cards.
 
 ``annotate`` exports blinded items (or arena pairs) and imports filled sheets;
 ``validate`` measures a judge against readers' labels; ``cards`` keeps each judge's
