@@ -76,10 +76,10 @@ def test_run_cost_per_question_and_total():
     price = Price(input_per_mtok=2.0, output_per_mtok=8.0, currency="USD")
     rows = [judgment("a", 1000, 100), judgment("b", 3000, 0)]
     cost = run_cost(rows, price, spent=0.001)
-    assert [q["cost"] for q in cost["per_question"]] == [pytest.approx(0.0028), pytest.approx(0.006)]
-    assert cost["total"] == pytest.approx(0.0088) and cost["prompt_tokens"] == 4000 and cost["priced"]
+    assert [q.cost for q in cost.per_question] == [pytest.approx(0.0028), pytest.approx(0.006)]
+    assert cost.total == pytest.approx(0.0088) and cost.prompt_tokens == 4000 and cost.priced
     unpriced = run_cost(rows, None)
-    assert unpriced["total"] is None and unpriced["completion_tokens"] == 100 and not unpriced["priced"]
+    assert unpriced.total is None and unpriced.completion_tokens == 100 and not unpriced.priced
 
 
 @pytest.fixture(scope="module")

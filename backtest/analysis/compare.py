@@ -126,7 +126,7 @@ def compare_runs(
             "judge_outcomes": judge_outcomes,
             "judge_flags": estimate.flags if estimate is not None else collapse_flags(judge_outcomes),
             "n_questions": m.n_questions,
-            "cost": run.cost,
+            "cost": run.cost.model_dump(mode="json", exclude_unset=True) if run.cost else None,
         }
         for key, _ in PROPORTION_ROWS:  # the judge's rates; contamination_rate is the probe's, below
             if key in OUTCOMES:

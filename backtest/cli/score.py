@@ -81,7 +81,7 @@ def score(
         "prompt_tokens": result.judge_stats.get("prompt_tokens", 0),
         "completion_tokens": result.judge_stats.get("completion_tokens", 0),
         "ray_attempts_lost": result.judge_stats.get("ray_attempts_lost", 0),
-        "cost": result.cost,
+        "cost": result.cost.model_dump(mode="json", exclude_unset=True) if result.cost else None,
         "judge_validity": run_validity_line(ws, result.run_dir),
     }
     if as_json:
@@ -97,12 +97,12 @@ def score(
             f"  {summary['ray_attempts_lost']} Ray task attempt(s) died with their worker and were retried: a call "
             "they made, if it reached the endpoint, is in no count and no cost"
         )
-    if result.cost and result.cost.get("priced"):
+    if result.cost and result.cost.priced and result.cost.total is not None:
         c = result.cost
         click.echo(
-            f"cost: {c['total']:.4f} {c['currency']} for the run's labels "
-            f"({c['prompt_tokens']} prompt + {c['completion_tokens']} completion tokens); "
-            f"spent now: {c['spent_last_invocation'] or 0:.4f} {c['currency']}"
+            f"cost: {c.total:.4f} {c.currency} for the run's labels "
+            f"({c.prompt_tokens} prompt + {c.completion_tokens} completion tokens); "
+            f"spent now: {c.spent_last_invocation or 0:.4f} {c.currency}"
         )
     click.echo(summary["judge_validity"])
     click.echo(f"report: {result.run_dir / 'report.html'}")

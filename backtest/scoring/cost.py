@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from backtest.core.records import Judgment, Question, RetrievedDocument
 from backtest.judge.protocol import Judge
 from backtest.llm.pricing import CallEstimate, Price
+from backtest.scoring.outputs import QuestionCost, RunCost
 
 
 def price_record(price: Price | None) -> dict[str, Any]:
@@ -40,28 +41,28 @@ def _tokens(judgment: Judgment) -> tuple[int, int]:
     return int(judgment.tokens.get("prompt_tokens", 0)), int(judgment.tokens.get("completion_tokens", 0))
 
 
-def run_cost(judgments: Sequence[Judgment], price: Price | None, spent: float | None = None) -> dict[str, Any]:
+def run_cost(judgments: Sequence[Judgment], price: Price | None, spent: float | None = None) -> RunCost:
     """Tokens and cost per question and in total (``RUN.json`` ``cost``); ``spent``: this invocation's new calls."""
     counts = [_tokens(j) for j in judgments]
     per_question = [
-        {
-            "question_id": j.question_id,
-            "prompt_tokens": p,
-            "completion_tokens": c,
-            "cost": round(price.cost(p, c), 6) if price else None,
-        }
+        QuestionCost(
+            question_id=j.question_id,
+            prompt_tokens=p,
+            completion_tokens=c,
+            cost=round(price.cost(p, c), 6) if price else None,
+        )
         for j, (p, c) in zip(judgments, counts)
     ]
     prompt = sum(p for p, _ in counts)
     completion = sum(c for _, c in counts)
-    return {
+    return RunCost(
         **price_record(price),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total": round(price.cost(prompt, completion), 6) if price else None,
-        "spent_last_invocation": round(spent, 6) if price and spent is not None else None,
-        "per_question": per_question,
-    }
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total=round(price.cost(prompt, completion), 6) if price else None,
+        spent_last_invocation=round(spent, 6) if price and spent is not None else None,
+        per_question=per_question,
+    )
 
 
 def estimate_questions(

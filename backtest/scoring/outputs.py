@@ -15,6 +15,36 @@ from pydantic import BaseModel, ConfigDict
 from backtest.core.records import Output, Rate
 
 
+class QuestionCost(BaseModel):
+    """One question's judge tokens, and their cost when the judge is priced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+
+
+class RunCost(BaseModel):
+    """``RUN.json``'s ``cost``: the judge's tokens per question and in total, priced by the config's table (all
+    prices None and ``priced`` false when it has none). ``spent_last_invocation``: what the last ``backtest
+    score`` spent on new calls (left out of a committed, compact run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    priced: bool
+    currency: str | None
+    input_per_mtok: float | None
+    output_per_mtok: float | None
+    batch_factor: float
+    prompt_tokens: int
+    completion_tokens: int
+    total: float | None
+    spent_last_invocation: float | None = None
+    per_question: list[QuestionCost]
+
+
 class Run(Output):
     """``RUN.json``: what was scored, with which retriever and judge, and how it ended."""
 
@@ -38,7 +68,7 @@ class Run(Output):
     judge_stats_last_invocation: dict[str, Any] | None = None
     judged_last_invocation: int | None = None
     tokens_total: dict[str, int] | None = None
-    cost: dict[str, Any] | None = None  # backtest.scoring.cost.run_cost: tokens and cost per question and in total
+    cost: RunCost | None = None  # backtest.scoring.cost.run_cost
     n_questions: int | None = None
     n_needs_review: int | None = None
     n_judge_failed: int | None = None  # an incomplete run: judgments that failed and are retried on a rerun

@@ -160,29 +160,27 @@ def _question_rows(
 
 def cost_line(run: Run) -> str | None:
     """The run's tokens and cost in one line (None for a judge that spent no tokens)."""
-    cost = run.cost or {}
-    tokens = int(cost.get("prompt_tokens") or 0) + int(cost.get("completion_tokens") or 0)
-    if not tokens:
+    cost = run.cost
+    if cost is None or not cost.prompt_tokens + cost.completion_tokens:
         return None
-    line = f"judge tokens: {cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion"
-    if not cost.get("priced"):
+    line = f"judge tokens: {cost.prompt_tokens} prompt + {cost.completion_tokens} completion"
+    if not cost.priced or cost.total is None:
         return line + " (no price in the judge config)"
-    line += f"; cost of the labels {cost['total']:.4f} {cost['currency']}"
-    line += f" (at {cost['input_per_mtok']:g} / {cost['output_per_mtok']:g} {cost['currency']} per M tokens in / out)"
-    if cost.get("spent_last_invocation") is not None:
-        line += f"; spent by the last invocation {cost['spent_last_invocation']:.4f} {cost['currency']}"
+    line += f"; cost of the labels {cost.total:.4f} {cost.currency}"
+    line += f" (at {cost.input_per_mtok:g} / {cost.output_per_mtok:g} {cost.currency} per M tokens in / out)"
+    if cost.spent_last_invocation is not None:
+        line += f"; spent by the last invocation {cost.spent_last_invocation:.4f} {cost.currency}"
     return line
 
 
 def question_costs(run: Run) -> dict[str, str]:
     """Each question's judge tokens (and cost, when priced) as a short cell text, by question id."""
-    cost = run.cost or {}
-    out = {}
-    for row in cost.get("per_question") or []:
-        text = f"{row['prompt_tokens']}+{row['completion_tokens']}"
-        if row.get("cost") is not None:
-            text += f" ({row['cost']:.4f} {cost.get('currency')})"
-        out[row["question_id"]] = text
+    out: dict[str, str] = {}
+    for row in run.cost.per_question if run.cost else []:
+        text = f"{row.prompt_tokens}+{row.completion_tokens}"
+        if row.cost is not None:
+            text += f" ({row.cost:.4f} {run.cost.currency if run.cost else None})"
+        out[row.question_id] = text
     return out
 
 

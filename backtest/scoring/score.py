@@ -52,7 +52,7 @@ from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import is_compact_file, read_retrievals
 from backtest.scoring.cost import run_cost
 from backtest.scoring.judging import judge_all, judge_spec_of, n_failed, stats_sum
-from backtest.scoring.outputs import Metrics, Run
+from backtest.scoring.outputs import Metrics, Run, RunCost
 from backtest.submit.freeze import FrozenBundle
 
 RUN_FILES = ("RUN.json", "retrieval.jsonl", "judgments.jsonl", "metrics.json", "report.md", "report.html")
@@ -70,7 +70,7 @@ class ScoreResult:
     judge_stats: dict[str, Any] = field(default_factory=dict)
     metrics: Metrics | None = None
     valid: bool | None = None
-    cost: dict[str, Any] | None = None  # RUN.json's cost block
+    cost: RunCost | None = None  # RUN.json's cost block
 
 
 def _now() -> str:
