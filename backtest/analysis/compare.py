@@ -41,7 +41,7 @@ from backtest.analysis.outputs import Comparison
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, iter_jsonl
 from backtest.core.html import markdown_cell, markdown_text
-from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, parse_record, read_output
+from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, output_dict, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
 from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import compute_metrics
@@ -126,7 +126,7 @@ def compare_runs(
             "judge_outcomes": judge_outcomes,
             "judge_flags": estimate.flags if estimate is not None else collapse_flags(judge_outcomes),
             "n_questions": m.n_questions,
-            "cost": run.cost.model_dump(mode="json", exclude_unset=True) if run.cost else None,
+            "cost": output_dict(run.cost) if run.cost else None,
         }
         for key, _ in PROPORTION_ROWS:  # the judge's rates; contamination_rate is the probe's, below
             if key in OUTCOMES:

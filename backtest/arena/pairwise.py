@@ -34,7 +34,7 @@ from backtest.core.errors import BadInput
 from backtest.core.fileio import read_toml
 from backtest.core.records import Versioned
 from backtest.core.registry import Registry
-from backtest.judge.protocol import factory_of_config, find_config, not_a_subclass
+from backtest.judge.protocol import factory_of_config, find_config, not_a_subclass, not_refittable
 
 VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 SHARES = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
@@ -111,7 +111,7 @@ class PairwiseJudge(ABC):
 
     def cross_validate(self, pairs: Sequence[Any], truth: dict[str, str], folds: int = 5, seed: int = 0) -> list[tuple]:
         """(better, share_a, verdicts) per pair, each from the judge refitted without the pair's fold."""
-        raise BadInput(f"--cross-validate needs a fitted judge; {self.name!r} has no weights to refit")
+        raise not_refittable(self.name)
 
 
 PairwiseFactory = Callable[[dict[str, Any], "Path | None"], PairwiseJudge]

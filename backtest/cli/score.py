@@ -15,6 +15,7 @@ from backtest.cli.common import (
     run_validity_line,
     workspace,
 )
+from backtest.core.records import output_dict
 
 
 @click.command("score")
@@ -81,7 +82,7 @@ def score(
         "prompt_tokens": result.judge_stats.get("prompt_tokens", 0),
         "completion_tokens": result.judge_stats.get("completion_tokens", 0),
         "ray_attempts_lost": result.judge_stats.get("ray_attempts_lost", 0),
-        "cost": result.cost.model_dump(mode="json", exclude_unset=True) if result.cost else None,
+        "cost": output_dict(result.cost) if result.cost else None,
         "judge_validity": run_validity_line(ws, result.run_dir),
     }
     if as_json:

@@ -130,9 +130,9 @@ def read_output(model: type[V], path: Path | str) -> V:
     return parsed
 
 
-def output_dict(output: Versioned) -> dict[str, Any]:
-    """An output model as the JSON object it is written as: the fields it was given or set, no defaults added
-    (a file read and written again is the same bytes)."""
+def output_dict(output: BaseModel) -> dict[str, Any]:
+    """An output model (or a block of one) as the JSON object it is written as: the fields it was given or set,
+    no defaults added (a file read and written again is the same bytes)."""
     return output.model_dump(mode="json", exclude_unset=True)
 
 

@@ -149,7 +149,7 @@ class Judge(ABC):
         self, items: Sequence[Any], truth: dict[str, Any], folds: int = 5, seed: int = 0
     ) -> list[Judgment]:
         """The items' judgments, each from the judge refitted without the fold that holds it."""
-        raise BadInput(f"--cross-validate needs a fitted judge; {self.name!r} has no weights to refit")
+        raise not_refittable(self.name)
 
 
 F = TypeVar("F")
@@ -206,6 +206,11 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
     if not isinstance(made, Judge):  # a plugin's factory may make anything
         raise BadInput(not_a_subclass(made, kind, Judge))
     return made
+
+
+def not_refittable(name: str) -> BadInput:
+    """What ``--cross-validate`` says of a judge (or pairwise judge) that has no weights to refit."""
+    return BadInput(f"--cross-validate needs a fitted judge; {name!r} has no weights to refit")
 
 
 def not_a_subclass(made: object, kind: str, base: type) -> str:

@@ -175,11 +175,12 @@ def cost_line(run: Run) -> str | None:
 
 def question_costs(run: Run) -> dict[str, str]:
     """Each question's judge tokens (and cost, when priced) as a short cell text, by question id."""
+    cost = run.cost
     out: dict[str, str] = {}
-    for row in run.cost.per_question if run.cost else []:
+    for row in cost.per_question if cost else []:
         text = f"{row.prompt_tokens}+{row.completion_tokens}"
-        if row.cost is not None:
-            text += f" ({row.cost:.4f} {run.cost.currency if run.cost else None})"
+        if row.cost is not None and cost is not None:
+            text += f" ({row.cost:.4f} {cost.currency})"
         out[row.question_id] = text
     return out
 
