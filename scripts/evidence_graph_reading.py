@@ -2,6 +2,8 @@
 
     python scripts/evidence_graph_reading.py items judges/validation/evidence-graph-v1 --n 40 --seed 0
     python scripts/evidence_graph_reading.py results judges/validation/evidence-graph-v1
+    python scripts/evidence_graph_reading.py heldout judges/validation/evidence-graph-v2 \
+        --set astro-2025=submissions/astro-2025/evidence_graph --set ... --n 40 --seed 0
 
 ``items`` draws, per instance, a simple random sample (``random.Random(seed)``) of at most ``--n`` of every
 tension the generator finds there and can phrase (before selection, so the rates describe the types, not one
@@ -10,6 +12,11 @@ question, the claim sentences with their papers and dates, the check the generat
 -> instance). ``results`` reads ``labels/pass-a.jsonl``, ``labels/pass-b.jsonl`` and ``adjudication.jsonl`` and
 writes ``results.json`` and ``results.md``: per instance and type, the share intelligible and the share real
 (adjudicated), and Cohen's kappa between the passes.
+
+``heldout`` (issue 40) draws, per instance, a simple random sample of at most ``--n`` of the questions of a
+gated evidence_graph set (``--set INSTANCE=SUBMISSION_DIR``), for readers who did not gate it: the same items
+(type and definition, question, the claim sentences with their papers' dates and titles, why they were paired),
+read by the same ``results``.
 """
 
 from __future__ import annotations
@@ -83,6 +90,56 @@ def export_items(out: Path, n: int, seed: int) -> None:
     write_json(out / "key.json", key)
 
 
+def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
+    from backtest.core.fileio import iter_jsonl, write_json, write_jsonl
+    from backtest.core.workspace import Workspace
+    from backtest.corpus.instance import load_instance, open_past_corpus
+    from backtest.generators.extract import analyse_corpus
+
+    ws = Workspace.from_env(".")
+    items, key = [], {}
+    for spec in sets:
+        instance_id, folder = spec.split("=", 1)
+        instance = load_instance(instance_id, ws)
+        papers = {p.record.id: p for p in analyse_corpus(open_past_corpus(instance, ws))}
+        questions = [row for _, row in iter_jsonl(Path(folder) / "questions.jsonl")]
+        drawn = random.Random(seed).sample(questions, min(n, len(questions)))
+        print(f"{instance_id}: {len(questions)} questions, {len(drawn)} drawn")
+        for q in drawn:
+            t = q["tension"]
+            claims = []
+            for cid in t["claims"]:
+                pid, index = cid.split("#s")
+                paper = papers[pid]
+                claims.append(
+                    {
+                        "date": paper.record.published.isoformat(),
+                        "title": " ".join(paper.record.title.split()),
+                        "sentence": paper.sentences[int(index)],
+                    }
+                )
+            kind = q["signal_type"]
+            items.append(
+                {
+                    "type": kind,
+                    "definition": DEFINITIONS[kind],
+                    "question": q["question"],
+                    "claims": claims,
+                    "check": t.get("why", "")
+                    + (" (the earlier work is outside the past corpus)" if t.get("earlier_outside_corpus") else ""),
+                    "_instance": instance_id,
+                }
+            )
+    random.Random(seed + 20261204).shuffle(items)
+    rows = []
+    for i, item in enumerate(items, 1):
+        item_id = f"eh-{i:03d}"
+        key[item_id] = {"instance": item.pop("_instance"), "type": item["type"]}
+        rows.append({"id": item_id, **item})
+    write_jsonl(out / "items.jsonl", rows)
+    write_json(out / "key.json", key)
+
+
 def _read(path: Path) -> dict[str, dict]:
     return {row["id"]: row for row in (json.loads(line) for line in path.read_text().splitlines() if line.strip())}
 
@@ -146,11 +203,18 @@ def main() -> None:
     items.add_argument("out", type=Path)
     items.add_argument("--n", type=int, default=40)
     items.add_argument("--seed", type=int, default=0)
+    held = sub.add_parser("heldout")
+    held.add_argument("out", type=Path)
+    held.add_argument("--set", dest="sets", action="append", required=True, help="INSTANCE=SUBMISSION_DIR")
+    held.add_argument("--n", type=int, default=40)
+    held.add_argument("--seed", type=int, default=0)
     res = sub.add_parser("results")
     res.add_argument("folder", type=Path)
     args = parser.parse_args()
     if args.cmd == "items":
         export_items(args.out, args.n, args.seed)
+    elif args.cmd == "heldout":
+        export_heldout(args.out, args.sets, args.n, args.seed)
     else:
         results(args.folder)
 

@@ -59,6 +59,31 @@ class ListsGenerators(click.Command):
     ),
     help="evidence_graph only: ask only about these tension types (repeatable; default: every type).",
 )
+@click.option(
+    "--review-export",
+    "review_export",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="evidence_graph only: instead of questions, write the next batch of ranked candidate tensions as blinded "
+    "review items under DIR/batch-NNN/ (the reading gate; same as `backtest gate export`).",
+)
+@click.option(
+    "--batch-size", type=click.IntRange(1, 5000), default=100, show_default=True, help="With --review-export."
+)
+@click.option(
+    "--random-share",
+    type=click.FloatRange(0, 1),
+    default=0.1,
+    show_default=True,
+    help="With --review-export: share of the batch drawn at random from the unread candidates.",
+)
+@click.option(
+    "--reviewed",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="evidence_graph only: build the set from the reading gate's accepted candidates in DIR (its "
+    "decisions/), each phrased for the type its reader gave it.",
+)
 @llm_options
 @json_option
 @click.pass_context
@@ -73,6 +98,10 @@ def generate(
     verbalizer,
     explain,
     tension_types,
+    review_export,
+    batch_size,
+    random_share,
+    reviewed,
     llm_base_url,
     llm_model,
     llm_api_key_env,
@@ -87,12 +116,20 @@ def generate(
     from backtest.generators import run_generator
 
     ws = workspace(ctx)
-    if (explain or tension_types) and name != "evidence_graph":
-        raise click.UsageError("--explain and --tension-type apply to evidence_graph only")
+    if (explain or tension_types or review_export or reviewed) and name != "evidence_graph":
+        raise click.UsageError("--explain, --tension-type, --review-export and --reviewed apply to evidence_graph only")
+    if review_export and (reviewed or explain or tension_types):
+        raise click.UsageError("--review-export writes review items, not questions: give it alone")
+    if review_export:
+        from backtest.cli.gate import export_next
+
+        export_next(ctx, instance_id, review_export, batch_size, seed, random_share)
+        return
     options = given_options(
         verbalizer=verbalizer,
         explain=str(explain) if explain else None,
         tension_types=list(tension_types) or None,
+        reviewed=str(reviewed) if reviewed else None,
         llm_base_url=llm_base_url,
         llm_model=llm_model,
         llm_api_key_env=llm_api_key_env,

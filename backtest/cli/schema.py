@@ -10,6 +10,7 @@ from backtest.analysis.reading.items import AnnotationItem, Label, PairItem, Pai
 from backtest.arena.outputs import ArenaReport
 from backtest.cli.common import echo_json
 from backtest.core.records import SCHEMAS
+from backtest.generators.outputs import Candidate, GateDecision, ReviewDecode, ReviewItem
 from backtest.judge.batch import BatchManifest
 from backtest.judge.outputs import ValidityCard
 from backtest.retrieve.outputs import IndexMeta
@@ -40,6 +41,10 @@ ALL_SCHEMAS: dict[str, type[BaseModel]] = {
     "validity-card": ValidityCard,
     "judge-batch-manifest": BatchManifest,
     "index": IndexMeta,
+    "gate-candidate": Candidate,
+    "gate-review-item": ReviewItem,
+    "gate-decode": ReviewDecode,
+    "gate-decision": GateDecision,
 }
 
 

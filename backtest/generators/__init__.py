@@ -66,6 +66,19 @@ def system_names() -> list[str]:
     return [*available_generators(), *VARIANTS]
 
 
+def generation_context(
+    instance_id: str, ws: Workspace, n: int = 125, seed: int = 0, options: dict[str, Any] | None = None
+) -> GenerationContext:
+    """What a generator reads: the instance, its past corpus (nothing later) and the run's settings."""
+    from backtest.corpus.instance import load_instance, open_past_corpus
+
+    instance = load_instance(instance_id, ws)
+    past = open_past_corpus(instance, ws)
+    return GenerationContext(
+        instance=instance, past=past, n=n, seed=seed, options=dict(options or {}), cache_dir=ws.cache / "generators"
+    )
+
+
 def run_generator(
     name: str,
     instance_id: str,
@@ -79,15 +92,9 @@ def run_generator(
     """Load the instance, open its past corpus, run generator ``name`` and write the submission.
 
     Returns a summary: system name, number of questions, output folder, llm_components."""
-    from backtest.corpus.instance import load_instance, open_past_corpus
-
-    options = dict(options or {})
     generator = get_generator(name)
-    instance = load_instance(instance_id, ws)
-    past = open_past_corpus(instance, ws)
-    ctx = GenerationContext(
-        instance=instance, past=past, n=n, seed=seed, options=options, cache_dir=ws.cache / "generators"
-    )
+    ctx = generation_context(instance_id, ws, n=n, seed=seed, options=options)
+    instance = ctx.instance
     result = generator.generate(ctx)
     system_name = getattr(generator, "system_name", None) or name
     if callable(system_name):

@@ -69,10 +69,12 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from backtest.generators.candidates import corpus_embedder, find_candidates, numeric_stance
 from backtest.generators.extract import Claim, PaperClaims, analyse_corpus
+from backtest.generators.outputs import Candidate
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult, NothingToAsk
 from backtest.generators.select import select_diverse
-from backtest.generators.tension_questions import claim_draft, realise, to_draft
+from backtest.generators.tension_questions import claim_draft, gated_draft, realise, to_draft
 from backtest.generators.tensions import TYPES as CLAIM_TENSION_TYPES
 from backtest.generators.tensions import ClaimTension, Finding, Tension, claim_tensions, disjoint_authors
 from backtest.generators.wording import reads_clearly
@@ -379,6 +381,17 @@ class EvidenceGraph:
         """``evidence_graph``, or ``evidence_graph_llm`` with the LLM verbalizer."""
         return "evidence_graph_llm" if ctx.options.get("verbalizer") == "llm" else "evidence_graph"
 
+    def candidates(self, ctx: GenerationContext) -> tuple[list[PaperClaims], list[Candidate], dict[str, Tension]]:
+        """The analysed papers, every candidate tension of the past corpus for the reading gate
+        (:func:`backtest.generators.candidates.find_candidates`, all five channels) and the observational tension
+        behind each numeric or stance candidate (by candidate id)."""
+        papers = analyse_corpus(ctx.past)
+        observational = find_tensions(papers, ctx.cutoff)
+        embed = corpus_embedder(ctx.cache_dir, ctx.past.seal)
+        found = find_candidates(papers, observational, embed=embed)
+        behind = {numeric_stance([t])[0].candidate_id: t for t in observational}
+        return papers, found, behind
+
     def tensions(self, ctx: GenerationContext):
         """The graph, with every typed tension of the past corpus as an edge, and the drafts (best first)."""
         papers = analyse_corpus(ctx.past)
@@ -407,9 +420,84 @@ class EvidenceGraph:
         drafts = [d for *_, d in ranked if reads_clearly(d.question)]
         return papers, graph, observational, others, drafts
 
+    def generate_reviewed(self, ctx: GenerationContext) -> GenerationResult:
+        """The set built from the reading gate's accepted candidates only (``--reviewed DIR``): each phrased for
+        the type its reader gave it, in an order fixed by the seed, at most :data:`MAX_PER_PAPER` questions a
+        source paper, no near-duplicates; the metadata says the gate was careful reading and what it read."""
+        from pathlib import Path
+
+        from backtest.generators.gate import check_decisions, decisions_sha256, read_decisions
+
+        gate = Path(ctx.options["reviewed"])
+        papers, found, behind = self.candidates(ctx)
+        decisions = read_decisions(gate)
+        if not decisions:
+            raise NothingToAsk(f"{gate}: no decisions recorded (backtest gate import); nothing written")
+        decided = check_decisions(decisions, found, ctx.past.seal, str(gate))
+        by_paper = {p.record.id: p for p in papers}
+        rng = random.Random(ctx.seed)
+        accepted = sorted((d for d in decisions if d.decision == "accept"), key=lambda d: d.candidate_id)
+        rng.shuffle(accepted)
+        drafts, unphrased = [], []
+        for d in accepted:
+            draft = gated_draft(decided[d.candidate_id], d.type or "", by_paper, behind.get(d.candidate_id), rng)
+            (drafts.append(draft) if draft else unphrased.append(d.candidate_id))
+
+        def accept(draft: Draft, kept: list[Draft]) -> bool:
+            return all(
+                sum(1 for k in kept if pid in k.source_evidence_ids) < MAX_PER_PAPER
+                for pid in draft.source_evidence_ids
+            )
+
+        chosen = select_diverse(drafts, ctx.n, accept=accept, embedding=True, cache_dir=ctx.cache_dir)
+        if not chosen:
+            raise NothingToAsk(f"{gate}: no accepted candidate reads as a question; nothing written")
+        by_type: defaultdict[str, int] = defaultdict(int)
+        for draft in chosen:
+            by_type[draft.signal_type or ""] += 1
+        accepted_by_type: defaultdict[str, int] = defaultdict(int)
+        for d in accepted:
+            accepted_by_type[d.type or ""] += 1
+        read_on = sorted({d.decided_at[:10] for d in decisions})
+        knew = (
+            f"The gate was read on {', '.join(read_on)}, after the cutoff ({ctx.cutoff.isoformat()}): its readers "
+            "could know literature published after the cutoff, as the reference paper says of evidence_graph_v1."
+        )
+        description = (
+            "Evidence graph gated by careful reading: candidate tensions found at machine scale in the past corpus "
+            "(author-stated tensions, numeric and stance conflicts, single-dataset conclusions, structural pairs, "
+            "dense neighbours), ranked by the probability that a reader accepts them, read in blinded batches; "
+            f"only the {len(accepted)} accepted of {len(decisions)} read (of {len(found)} proposed) become "
+            f"questions, phrased from templates for the type the reader gave. {len(chosen)} questions. " + knew
+        )
+        return GenerationResult(
+            drafts=chosen,
+            description=description,
+            notes={
+                "papers": len(papers),
+                "requested": ctx.n,
+                "gate": "careful reading (backtest gate): blinded review items, one reader's decision each",
+                "gate_folder": gate.as_posix(),
+                "decisions_sha256": decisions_sha256(gate),
+                "candidates": len(found),
+                "read": len(decisions),
+                "accepted": len(accepted),
+                "accepted_by_type": dict(sorted(accepted_by_type.items())),
+                "readers": sorted({d.reader for d in decisions}),
+                "readers_could_know_after_cutoff": True,
+                "readers_note": knew,
+                "not_phrasable": len(unphrased),
+                "emitted": len(chosen),
+                "emitted_by_type": dict(sorted(by_type.items())),
+            },
+        )
+
     def generate(self, ctx: GenerationContext) -> GenerationResult:
         """Find, score and select the typed tensions; phrase them with templates (or an LLM); emit fewer when the
-        corpus holds fewer than ``ctx.n``; no type above :data:`MAX_TYPE_SHARE` of the set."""
+        corpus holds fewer than ``ctx.n``; no type above :data:`MAX_TYPE_SHARE` of the set. With
+        ``--reviewed DIR``: :meth:`generate_reviewed`."""
+        if ctx.options.get("reviewed"):
+            return self.generate_reviewed(ctx)
         papers, graph, observational, others, drafts = self.tensions(ctx)
         cap = max(1, math.floor(MAX_TYPE_SHARE * ctx.n))
 

@@ -4,12 +4,14 @@ for each typed tension (templates; the LLM verbalizer of ``evidence_graph_llm`` 
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
-from backtest.generators.extract import claim_clause
-from backtest.generators.protocol import Draft
+from backtest.generators.extract import PaperClaims, claim_clause
+from backtest.generators.outputs import Candidate, ClaimSide
+from backtest.generators.protocol import MAX_QUESTION_CHARS, Draft
 from backtest.generators.tensions import PARAMETER_PHRASE, ClaimTension, Tension
-from backtest.generators.wording import paper_subject
+from backtest.generators.wording import paper_subject, reads_clearly, self_contained_clause
 
 NUMERIC_TEMPLATES = (
     "Does an independent measurement of {np} agree with {va} or with {vb}, the two conflicting published values "
@@ -218,3 +220,154 @@ def claim_record(t: ClaimTension) -> dict[str, Any]:
         "score": t.score,
         "components": t.components,
     }
+
+
+# --------------------------------------------------------------------------- gated candidates (issue 40)
+
+# The cue that sets a result against earlier work, and the authorial lead-in, taken off a sentence before it is
+# quoted as a finding ("In contrast to earlier findings, we observe a rise ..." -> "a rise ...").
+_AGAINST_PRIOR_LEAD = re.compile(
+    r"^(?:(?:in contrast (?:to|with)|contrary to|unlike|at odds with|in tension with)[^,]{0,90},\s*)", re.I
+)
+_WE_LEAD = re.compile(
+    r"^(?:here,?\s+|finally,?\s+|moreover,?\s+|furthermore,?\s+|however,?\s+)?we\s+(?:also\s+|further\s+)?"
+    r"(?:find|found|observe|observed|measure|measured|detect|detected|obtain|obtained|derive|derived|show|showed|"
+    r"report|reported|infer|inferred|determine|determined|conclude|concluded|confirm|confirmed|demonstrate|"
+    r"demonstrated|identify|identified)\s+(?:that\s+)?",
+    re.I,
+)
+
+
+_THAT_TAIL = re.compile(
+    r"\b(?:show|shows|showed|find|finds|found|demonstrate|demonstrates|reveal|reveals|revealed|suggest|suggests|"
+    r"indicate|indicates|conclude|concludes|argue|argues|confirm|confirms|imply|implies) that (?P<tail>.{40,})$",
+    re.I,
+)
+
+
+def finding_of(side: ClaimSide, max_chars: int) -> tuple[str, bool]:
+    """A claim sentence as a finding clause, and whether it stands on its own: the contrast lead-in and the
+    authorial lead-in taken off (or what follows "we show that"), then :func:`self_contained_clause`, else the
+    plain clause (not self-contained)."""
+    text = _AGAINST_PRIOR_LEAD.sub("", side.sentence.strip())
+    text = _WE_LEAD.sub("", text)
+    tail = _THAT_TAIL.search(text)
+    for candidate in ([tail.group("tail")] if tail else []) + [text]:
+        clause = self_contained_clause(candidate, max_chars)
+        if clause:
+            return clause, True
+    return claim_clause(text, max_chars), False
+
+
+def _about(side: ClaimSide, clause: str, papers: dict[str, PaperClaims]) -> str:
+    paper = papers.get(side.paper_id)
+    subject = paper_subject(paper, clause) if paper is not None else None
+    if not subject:
+        return ""
+    return f" (reported in {subject})" if subject.startswith('"') else f" (reported for {subject})"
+
+
+def _one_claim(kind: str, clause: str, node: str, later: bool) -> str:
+    """The question about one claim (``later``: the claim that sets itself against earlier work)."""
+    if kind == "single_dataset_conclusion":
+        data = node or "the one data set it rests on"
+        return f"Will data independent of {data} confirm the finding, so far from {data} alone, that {clause}?"
+    if not later:
+        return f"Will the finding that {clause} hold up against a later study by other authors that reports otherwise?"
+    if kind == "methodological_challenge":
+        return f"Will an independent analysis confirm that {clause}, against the earlier results it challenges?"
+    if kind == "independent_qualification":
+        return f"Will independent data confirm the qualification that {clause}?"
+    return f"Will independent data confirm the finding that {clause}, which its authors set against earlier results?"
+
+
+def _two_claims(kind: str, a: str, b: str) -> str:
+    if kind == "methodological_challenge":
+        return f"Does the finding that {a} hold once the problem a later study raises, that {b}, is accounted for?"
+    if kind == "independent_qualification":
+        return f"Does the finding that {a} hold in general, or only as a later study qualifies it, that {b}?"
+    return f"Will independent data side with the later finding that {b}, or with the earlier finding that {a}?"
+
+
+def gated_questions(c: Candidate, kind: str, papers: dict[str, PaperClaims], max_chars: int = 200) -> list[str]:
+    """The phrasings of an accepted candidate for the type its reader gave it, best first: both claims when both
+    stand on their own, else the later claim alone, else the earlier one, else the plain clauses."""
+    later = c.claims[-1]
+    b, b_ok = finding_of(later, max_chars)
+    b_about = f"{b}{_about(later, b, papers)}"
+    if len(c.claims) == 1:
+        return [_one_claim(kind, b_about, c.node, later=True)]
+    earlier = c.claims[0]
+    a, a_ok = finding_of(earlier, max_chars)
+    a_about = f"{a}{_about(earlier, a, papers)}"
+    out = []
+    if a_ok and b_ok and kind != "single_dataset_conclusion":
+        out.append(_two_claims(kind, a_about, b))
+    if b_ok:
+        out.append(_one_claim(kind, b_about, c.node, later=True))
+    if a_ok:
+        out.append(_one_claim(kind, a_about, c.node, later=False))
+    return out or [_two_claims(kind, a_about, b)]
+
+
+def gated_contract(c: Candidate, kind: str) -> dict[str, str]:
+    """The six-field falsifiable contract of an accepted candidate."""
+    later = c.claims[-1]
+    b = finding_of(later, 300)[0]
+    earlier = c.claims[0] if len(c.claims) == 2 else None
+    a = finding_of(earlier, 300)[0] if earlier else None
+    against = f"{earlier.paper_id} reported that {a}" if earlier else "earlier work (outside the past corpus) differs"
+    return {
+        "literature_gap": f"{later.paper_id} reports that {b}; {against}.",
+        "hypothesis": f"The later finding holds: {b}.",
+        "minimal_test": "One determination from data, a sample or a method independent of "
+        + (f"{later.paper_id} and {earlier.paper_id}" if earlier else later.paper_id)
+        + ", sensitive enough to tell the two results apart.",
+        "decisive_metric": "The independent result's distance, in combined uncertainties, from each of the two "
+        "results.",
+        "supporting_result": f"The independent result agrees with {later.paper_id} and not with the earlier result.",
+        "falsifying_result": f"The independent result agrees with the earlier result and not with {later.paper_id}.",
+    }
+
+
+def gated_draft(
+    c: Candidate, kind: str, papers: dict[str, PaperClaims], tension: Tension | None, rng: random.Random
+) -> Draft | None:
+    """The draft of an accepted candidate, with the type its reader gave it; None when no phrasing reads clearly
+    within :data:`MAX_QUESTION_CHARS` (:func:`gated_questions` with clauses of 200, then 140 characters). A numeric
+    or stance conflict accepted as an observational tension keeps the observational wording (both values, the test)."""
+    if tension is not None and kind == "observational_tension":
+        draft = to_draft(tension, realise(tension, rng))
+    else:
+        question = next(
+            (
+                q
+                for max_chars in (200, 140)
+                for q in gated_questions(c, kind, papers, max_chars)
+                if len(q) <= MAX_QUESTION_CHARS and reads_clearly(q)
+            ),
+            None,
+        )
+        if question is None:
+            return None
+        draft = Draft(
+            question=question,
+            source_evidence_ids=list(dict.fromkeys(s.paper_id for s in c.claims)),
+            objects=None,
+            signal_type=kind,
+            premise=" / ".join(f"{s.paper_id}: {claim_clause(s.sentence, 300)}" for s in c.claims),
+            extra={**gated_contract(c, kind)},
+        )
+    draft.signal_type = kind
+    draft.extra["tension"] = {
+        "candidate_id": c.candidate_id,
+        "channel": c.channel,
+        "rule": c.rule,
+        "proposed_type": c.proposed_type,
+        "accepted_type": kind,
+        "claims": [f"{s.paper_id}#s{s.sentence_index}" for s in c.claims],
+        "earlier_outside_corpus": c.earlier_outside_corpus,
+        "why": c.why,
+        "subject": c.node,
+    }
+    return draft

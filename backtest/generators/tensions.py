@@ -196,8 +196,8 @@ class ClaimSpace:
 
         self.claims = [(p, c) for p in papers for c in p.claims]
         texts = [c.text for _, c in self.claims]
-        vectorizer = TfidfVectorizer(stop_words="english", min_df=2, max_df=0.05, sublinear_tf=True)
-        self.vectors = vectorizer.fit_transform(texts) if texts else None
+        self.vectorizer = TfidfVectorizer(stop_words="english", min_df=2, max_df=0.05, sublinear_tf=True)
+        self.vectors = self.vectorizer.fit_transform(texts) if texts else None
         self.clauses: dict[int, str] = {}
         for i, (paper, claim) in enumerate(self.claims):
             clause = finding_clause(paper, claim)
@@ -211,6 +211,14 @@ class ClaimSpace:
             return []
         row = self._sims[i]
         found = [(int(j), float(s)) for j, s in zip(row.indices, row.data) if j != i and s >= minimum - 1e-12]
+        return sorted(found, key=lambda x: (-x[1], x[0]))
+
+    def similar_to(self, text: str, minimum: float) -> list[tuple[int, float]]:
+        """Claims with TF-IDF cosine at least ``minimum`` to ``text`` (any sentence), most similar first."""
+        if self.vectors is None:
+            return []
+        row = (self.vectorizer.transform([text]) @ self.vectors.T).tocsr()
+        found = [(int(j), float(s)) for j, s in zip(row.indices, row.data) if s >= minimum - 1e-12]
         return sorted(found, key=lambda x: (-x[1], x[0]))
 
 
