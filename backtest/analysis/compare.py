@@ -150,6 +150,7 @@ def compare_runs(
     for row in rows:
         if not row["valid"]:
             warnings.append(f"INVALID run included by --allow-invalid: {row['label']} ({row['path']})")
+        warnings += [f"{row['label']}: {note}" for note in (row["grounded"] or {}).get("notes", [])]
         warnings += [f"{row['label']}: {flag}" for flag in row["judge_flags"]]
         if grounded and row["grounded"] is None:
             warnings.append(

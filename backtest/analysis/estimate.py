@@ -17,6 +17,13 @@ without adjudication are counted and reported.
 ``answered``, ``partially_addressed``, ``posed_but_open``, ``premise_refuted``, ``premise_supported``,
 ``premise_weakened``.
 
+**Nothing in an export is taken on trust**: before a label counts, the sample is drawn again from its seed and
+the runs, and every read item is compared with what its run showed the judge
+(:mod:`backtest.analysis.reading.sample`); labels must cite what their item showed, and adjudicated labels must
+follow from the readers' (:func:`~backtest.analysis.reading.annotate.check_adjudicated`). A judge fitted on
+a run's read items (``Judge.trained_on``), or one that cannot be asked, is not used for that run: lambda 0, the
+readers' labels alone, with a note.
+
 **A collapsed judge** is flagged per run: one that puts more than 90% of the run on one outcome label, or
 never uses an outcome label that the readers used on the run's sample.
 """
@@ -26,15 +33,17 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from backtest.analysis.outputs import Decode, SampleDesign
-from backtest.analysis.reading.items import Label, read_labels
-from backtest.core.errors import BadInput
+from backtest.analysis.reading.annotate import ADJUDICATED, check_adjudicated
+from backtest.analysis.reading.items import AnnotationItem, Label, citation_problems, read_items, read_labels
+from backtest.analysis.reading.sample import RunMaterial, verify_draws
+from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.ppi import PPIRate, ppi_rate, rate_difference
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, Output, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, cohen_kappa
@@ -43,7 +52,6 @@ from backtest.scoring.metrics import collapse_flags
 from backtest.scoring.outputs import Run
 
 HEADLINE = "coverage"
-ADJUDICATED = "adjudicated"
 
 
 def _outcome_is(label: str) -> Callable[[Any], bool]:
@@ -103,6 +111,7 @@ class RunEstimate(BaseModel):
     judge_outcomes: dict[str, int]  # the judge's outcome labels over the run
     reader_outcomes: dict[str, float]  # the readers' outcome labels over the sample (shares when split)
     flags: list[str]  # a collapsed judge (module docstring)
+    notes: list[str] = []  # why the judge's labels were not used (a judge fitted on the sample): lambda 0
 
 
 class Difference(BaseModel):
@@ -131,22 +140,42 @@ class EstimateReport(Output):
 
 @dataclass
 class LabelSet:
-    """One annotation export with its readers' labels: its design and, per item, each reader's Label."""
+    """One annotation export with its readers' labels: its design, its items and, per item, each reader's Label.
+
+    Its sample is checked against the runs it drew from (:func:`~backtest.analysis.reading.sample.verify_draws`)
+    the first time a run of it is estimated in a workspace (:meth:`runs`)."""
 
     folder: Path
     decode: Decode
     design: SampleDesign
     readers: dict[str, dict[str, Label]]  # reader -> item id -> label (``adjudicated`` alone when present)
     adjudicated: bool
+    items: dict[str, AnnotationItem]
+    checked: dict[Path, dict[str, RunMaterial]] = field(default_factory=dict)
+    judges: dict[tuple[str, Path], Any] = field(default_factory=dict)  # (spec, root) -> (Judge, info) or BadInput
 
     def items_of(self, run: str) -> dict[str, str]:
         """question id -> item id of the items drawn from ``run``."""
         return {src.question_id: item for item, src in self.decode.items.items() if src.run == run}  # type: ignore[union-attr]
 
+    def voters(self) -> list[dict[str, Label]]:
+        """The labels that count: the adjudicated ones when there are, else every reader's."""
+        return [self.readers[ADJUDICATED]] if self.adjudicated else list(self.readers.values())
+
+    def runs(self, ws: Workspace) -> dict[str, RunMaterial]:
+        """The runs this export drew from, in ``ws``, once its sample, item mapping and items are checked
+        against them (BadInput or CheckFailed, one line, otherwise)."""
+        key = ws.root.resolve()
+        if key not in self.checked:
+            self.checked[key] = verify_draws(self.folder, self.decode, self.items, ws)
+        return self.checked[key]
+
 
 def load_label_set(folder: str | Path) -> LabelSet:
-    """An export folder (``decode.json``, ``labels/*.jsonl``) ready to estimate from; BadInput, one line, for a
-    folder that is not one, has no readers' labels, or records a design an estimate cannot use."""
+    """An export folder (``decode.json``, ``items.jsonl``, ``labels/*.jsonl``) ready to estimate from; BadInput,
+    one line, for a folder that is not one, has no readers' labels, or records a design an estimate cannot use;
+    CheckFailed for labels that do not follow from what their items showed (a citation of a document never
+    shown, an engaged label citing nothing) or adjudicated labels that do not follow from the readers'."""
     folder = Path(folder)
     if not (folder / "decode.json").is_file():
         raise BadInput(f"{folder}: no decode.json (give the folder `backtest annotate export` wrote)")
@@ -154,6 +183,8 @@ def load_label_set(folder: str | Path) -> LabelSet:
     if decode.kind != "items":
         raise BadInput(f"{folder}: an export of arena pairs; estimates need (question, documents) items")
     if decode.design is None:
+        if decode.no_design:
+            raise BadInput(f"{folder}: its decode.json records no sampling design: {decode.no_design}")
         raise BadInput(
             f"{folder}: its decode.json records no sampling design (exported before designs were recorded); "
             "export a sample with `backtest annotate export --per-run N`"
@@ -167,27 +198,42 @@ def load_label_set(folder: str | Path) -> LabelSet:
     files = sorted((folder / "labels").glob("*.jsonl")) if (folder / "labels").is_dir() else []
     if not files:
         raise BadInput(f"{folder}: no readers' labels (labels/*.jsonl; add them with `backtest annotate import`)")
+    if not (folder / "items.jsonl").is_file():
+        raise CheckFailed(
+            f"{folder}: items.jsonl is missing, so the labels cannot be checked against what their readers were "
+            "shown; restore it (or export a new sample)"
+        )
+    items = {item.item_id: item for item in read_items(folder / "items.jsonl")}
+    if set(items) != set(decode.items):
+        odd = sorted(set(items) ^ set(decode.items))
+        raise CheckFailed(f"{folder}: items.jsonl and decode.json hold different items (first: {odd[0]})")
     readers = {p.stem: {lab.item_id: lab for lab in read_labels(p)} for p in files}
-    adjudicated = ADJUDICATED in readers
     for name, labels in readers.items():
         unknown = sorted(set(labels) - set(decode.items))
         if unknown:
             raise BadInput(
                 f"{folder}/labels/{name}.jsonl: labels for items not in the export: {', '.join(unknown[:5])}"
             )
-    return LabelSet(folder, decode, decode.design, readers, adjudicated)
+        for item, label in labels.items():
+            wrong = citation_problems(label.outcome, label.cited, [d.id for d in items[item].documents])
+            if wrong:
+                raise CheckFailed(f"{folder}/labels/{name}.jsonl: {item}: {wrong[0]}; such a label is not counted")
+    check_adjudicated(folder)
+    return LabelSet(folder, decode, decode.design, readers, ADJUDICATED in readers, items)
 
 
 def discover_label_sets(ws: Workspace) -> list[Path]:
     """The export folders under ``judges/validation/`` that can ground estimates: a simple random sample design
-    and readers' labels (what ``leaderboard --all`` uses when no ``--labels`` is given)."""
+    and readers' labels (what ``leaderboard --all`` uses when no ``--labels`` is given). A folder that is such
+    an export but fails its checks stops the discovery with its one line: it is never left out silently."""
     found = []
-    for decode in sorted((ws.judges / "validation").glob("*/decode.json")):
-        try:
-            load_label_set(decode.parent)
-        except BadInput:
+    for path in sorted((ws.judges / "validation").glob("*/decode.json")):
+        decode = read_output(Decode, path)
+        has_labels = any((path.parent / "labels").glob("*.jsonl"))
+        if decode.kind != "items" or decode.design is None or decode.design.kind != "srs" or not has_labels:
             continue
-        found.append(decode.parent)
+        load_label_set(path.parent)
+        found.append(path.parent)
     return found
 
 
@@ -198,10 +244,7 @@ def _reader_values(
     and the consensus as a yes/no (None where readers tie) for kappa."""
     values, split, decided = [], 0, []
     for item in item_ids:
-        if label_set.adjudicated:
-            votes = [test(label_set.readers[ADJUDICATED][item])]
-        else:
-            votes = [test(r[item]) for r in label_set.readers.values() if item in r]
+        votes = [test(r[item]) for r in label_set.voters() if item in r]
         share = sum(votes) / len(votes)
         values.append(share)
         split += 0 < share < 1
@@ -231,26 +274,78 @@ def _label_set_for(run: str, label_sets: Sequence[LabelSet]) -> LabelSet | None:
     return found[0] if found else None
 
 
-def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Workspace) -> RunEstimate | None:
-    """The label-grounded rates of one run, or None when no label set sampled it."""
+def run_folder(run_dir: str | Path, ws: Workspace) -> tuple[Path, Workspace]:
+    """A run folder as given (relative to the current directory, else to the root) and the workspace that names
+    it: ``ws`` when the run lies in its results/, else the run's own (``ROOT/results/<instance>/<system>/<run>``),
+    so an absolute path from anywhere finds the sample that names the run relative to its root."""
     run_dir = Path(run_dir)
     if not run_dir.is_absolute() and not run_dir.exists():
         run_dir = ws.root / run_dir
+    parents = run_dir.resolve().parents
+    if not ws.relative(run_dir).startswith("results/") and len(parents) > 3 and parents[2].name == "results":
+        ws = Workspace.of_run(run_dir)
+    return run_dir, ws
+
+
+def trained_on_note(
+    run: Run, items: Sequence[AnnotationItem], ws: Workspace, cache: dict[tuple[str, Path], Any] | None = None
+) -> str | None:
+    """Why the judge's labels must not ground this run's sample, or None: the judge that labelled the run was
+    fitted on some of the read ``items`` (:meth:`~backtest.judge.protocol.Judge.trained_on`), or it cannot be
+    asked (its config is not here, or is not the one the run recorded). PPI needs a judge not fitted on the
+    sample: with a note the estimate takes lambda 0, the readers' labels alone. ``cache``: judges already
+    loaded, by (spec, root)."""
+    from backtest.judge import get_judge
+
+    spec = str(run.judge.get("spec") or run.judge.get("name") or "")
+    alone = "lambda 0: the estimate is the readers' labels alone"
+    cache = {} if cache is None else cache
+    key = (spec, ws.root.resolve())
+    if key not in cache:
+        try:
+            judge = get_judge(spec or None, ws)
+            cache[key] = (judge, judge.info())
+        except BadInput as exc:
+            cache[key] = exc
+    if isinstance(cache[key], BadInput):
+        why = f"the judge that labelled this run ({spec}) cannot be loaded to ask what it was fitted on ({cache[key]})"
+        return f"{why}; {alone}"
+    judge, info = cache[key]
+    recorded = run.judge.get("config_sha256")
+    if recorded and info.config_sha256 != recorded:
+        return (
+            f"judge {spec} as configured here is not the one that labelled this run (its config sha256 differs), so "
+            f"what that judge was fitted on is unknown; {alone}"
+        )
+    fitted = sum(judge.trained_on(items))
+    if fitted:
+        return (
+            f"the judge ({spec}) was fitted on {fitted} of the {len(items)} read items of this run, and PPI needs a "
+            f"judge not fitted on its sample; {alone}"
+        )
+    return None
+
+
+def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Workspace) -> RunEstimate | None:
+    """The label-grounded rates of one run, or None when no label set sampled it. The label set's sample is
+    checked against the runs first (:meth:`LabelSet.runs`)."""
+    run_dir, ws = run_folder(run_dir, ws)
     name = ws.relative(run_dir)
     label_set = _label_set_for(name, label_sets)
     if label_set is None:
         return None
-    run, judgments = _run_judgments(run_dir)
+    material = label_set.runs(ws)[name]
+    run, by_q = material.run, material.judgments
+    judgments = list(by_q.values())
     sample = label_set.design.runs[name]
-    by_q = {j.question_id: j for j in judgments}
-    if sample.population != len(judgments) or not set(sample.sampled) <= set(by_q):
+    if not sample.sampled:
         raise BadInput(
-            f"{name}: the labels in {label_set.folder} were drawn from {sample.population} questions of another "
-            f"version of this run ({len(judgments)} judged now); export a new sample"
+            f"{name}: its sample in {label_set.folder} is empty (no question of the run was judged); there is "
+            "nothing read to ground a rate on"
         )
     items = label_set.items_of(name)
     missing = [q for q in sample.sampled if q not in items]
-    voters = [label_set.readers[ADJUDICATED]] if label_set.adjudicated else list(label_set.readers.values())
+    voters = label_set.voters()
     unlabelled = [items[q] for q in sample.sampled if q in items and not any(items[q] in r for r in voters)]
     if missing or unlabelled:
         raise BadInput(
@@ -259,6 +354,7 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
         )
     sampled = list(sample.sampled)
     item_ids = [items[q] for q in sampled]
+    note = trained_on_note(run, [label_set.items[i] for i in item_ids], ws, label_set.judges)
     in_sample = set(sampled)
     others = [j for j in judgments if j.question_id not in in_sample]
     rates = {}
@@ -266,7 +362,7 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
         y, split, decided = _reader_values(label_set, item_ids, test)
         f_l = [float(test(by_q[q])) for q in sampled]
         f_u = [float(test(j)) for j in others]
-        pr = ppi_rate(y, f_l, f_u)
+        pr = ppi_rate(y, f_l, f_u, judge_excluded="the judge may have been fitted on the sample" if note else None)
         pairs = [(bool(f), d) for f, d in zip(f_l, decided) if d is not None]
         kappa = cohen_kappa([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else float("nan")
         rates[rate] = _rate_record(pr, None if kappa != kappa else kappa, split if not label_set.adjudicated else 0)
@@ -288,6 +384,7 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
         judge_outcomes={o: judge_outcomes.get(o, 0) for o in OUTCOMES},
         reader_outcomes={o: round(reader_outcomes.get(o, 0.0), 4) for o in OUTCOMES},
         flags=collapse_flags(dict(judge_outcomes), reader_outcomes),
+        notes=[note] if note else [],
     )
 
 
@@ -351,6 +448,26 @@ def differences(runs: Sequence[RunEstimate], rates: Sequence[str] = tuple(RATES)
     return out
 
 
+def check_out(out: str | Path, run_dirs: Sequence[str | Path], labels: Sequence[str | Path], ws: Workspace) -> None:
+    """BadInput when ``out`` lies inside one of the runs or label folders an estimate reads: writing there would
+    replace their own files (``RUN.json``, ``decode.json``) with the report."""
+    target = Path(out).resolve()
+    for folder in [run_folder(r, ws)[0] for r in run_dirs] + [Path(p) for p in labels]:
+        if target == folder.resolve() or folder.resolve() in target.parents:
+            raise BadInput(f"--out {out}: inside {folder}, which this estimate reads; write the report elsewhere")
+
+
+def once(paths: Sequence[str | Path], what: str) -> None:
+    """BadInput when two of ``paths`` are one folder (``RUN`` and ``./RUN``): a run compared with itself, or
+    labels counted twice."""
+    seen: dict[Path, str | Path] = {}
+    for p in paths:
+        key = Path(p).resolve()
+        if key in seen:
+            raise BadInput(f"{p}: the same {what} as {seen[key]}, given twice; give each once")
+        seen[key] = p
+
+
 def estimate_runs(
     run_dirs: Sequence[str | Path], labels: Sequence[str | Path], ws: Workspace, require_all: bool = True
 ) -> tuple[EstimateReport, list[str]]:
@@ -358,12 +475,15 @@ def estimate_runs(
     naming the first when ``require_all``)."""
     if not labels:
         raise BadInput("give at least one --labels folder (an annotate export with readers' labels)")
+    once(labels, "--labels folder")
+    once([run_folder(r, ws)[0] for r in run_dirs], "run")
     label_sets = [load_label_set(p) for p in labels]
     runs, unread = [], []
     for run_dir in run_dirs:
         est = estimate_run(run_dir, label_sets, ws)
         if est is None:
-            unread.append(ws.relative(Path(run_dir) if Path(run_dir).is_absolute() else ws.root / run_dir))
+            folder, run_ws = run_folder(run_dir, ws)
+            unread.append(run_ws.relative(folder))
         else:
             runs.append(est)
     if unread and require_all:
@@ -410,6 +530,8 @@ def render_text(report: EstimateReport, rates: Sequence[str] = (HEADLINE, "answe
             )
         lines.append("")
     for run in report.runs:
+        for note in run.notes:
+            lines.append(f"warning: {run.system} ({run.instance}): {note}")
         for flag in run.flags:
             lines.append(f"warning: {run.system} ({run.instance}): {flag}")
         split = run.rates[HEADLINE].disagreements
@@ -438,7 +560,8 @@ class RunPlan(BaseModel):
     rho_from: str
     n_to_read: int  # for the half-width asked
     n_labels_only: int  # the same half-width from labels alone (rho = 0)
-    halfwidth_of_budget: float | None = None  # the half-width that an equal share of --budget buys
+    budget_share: int | None = None  # this run's share of --budget (split as evenly as can be; sums to it)
+    halfwidth_of_budget: float | None = None  # the half-width that share buys
 
 
 def _pearson(a: Sequence[float], b: Sequence[float]) -> float | None:
@@ -459,10 +582,17 @@ def plan_runs(
     """Per run: how many questions to read for a 95% coverage interval of ``halfwidth``
     (:func:`~backtest.core.ppi.samples_for_halfwidth`), given the judge's correlation with the readers measured on
     a pilot sample (``labels``: this run's, else pooled over the pilot's runs), else its validity card's engaged
-    kappa, else none (labels alone); and what an equal share of ``budget`` items buys."""
+    kappa, else none (labels alone); and what each run's share of ``budget`` items buys (split as evenly as can
+    be: the shares sum to ``budget``, and less than one item per run is refused)."""
+    from backtest.analysis.reading.sample import quotas
     from backtest.core.ppi import halfwidth_for_samples, samples_for_halfwidth
     from backtest.judge.cards import run_validity
 
+    if not 0 < halfwidth < 1:  # a NaN fails this too
+        raise BadInput(f"--halfwidth {halfwidth} must lie strictly between 0 and 1")
+    if budget is not None and budget < len(run_dirs):
+        raise BadInput(f"--budget {budget} is less than one item for each of the {len(run_dirs)} runs")
+    shares = quotas(budget, len(run_dirs)) if budget is not None else [None] * len(run_dirs)
     label_sets = [load_label_set(p) for p in labels]
     test = RATES[HEADLINE]
     pooled: tuple[list[float], list[float]] = ([], [])
@@ -475,18 +605,16 @@ def plan_runs(
             _, judgments = _run_judgments(run_dir)
             by_q = {j.question_id: j for j in judgments}
             items = s.items_of(run_name)
-            qs = [
-                q for q in sample.sampled if q in items and q in by_q and any(items[q] in r for r in s.readers.values())
-            ]
+            qs = [q for q in sample.sampled if q in items and q in by_q and any(items[q] in r for r in s.voters())]
             y, _, _ = _reader_values(s, [items[q] for q in qs], test)
             f = [float(test(by_q[q])) for q in qs]
             pilot[run_name] = (y, f)
             pooled[0].extend(y)
             pooled[1].extend(f)
     plans = []
-    for given in run_dirs:
-        folder = Path(given) if Path(given).is_absolute() or Path(given).exists() else ws.root / given
-        name = ws.relative(folder)
+    for given, share in zip(run_dirs, shares):
+        folder, run_ws = run_folder(given, ws)
+        name = run_ws.relative(folder)
         run, judgments = _run_judgments(folder)
         judge_rate = sum(test(j) for j in judgments) / len(judgments) if judgments else 0.0
         rho, rho_from = None, ""
@@ -520,8 +648,9 @@ def plan_runs(
             n_to_read=samples_for_halfwidth(rate, rho, halfwidth, n),
             n_labels_only=samples_for_halfwidth(rate, 0.0, halfwidth, n),
         )
-        if budget is not None:
-            share = max(1, budget // max(1, len(run_dirs)))
-            plan.halfwidth_of_budget = round(halfwidth_for_samples(rate, rho, min(share, n)), 4)
+        if share is not None:
+            plan.budget_share = share
+            if n:
+                plan.halfwidth_of_budget = round(halfwidth_for_samples(rate, rho, min(share, n)), 4)
         plans.append(plan)
     return plans

@@ -109,7 +109,10 @@ class StratumSample(BaseModel):
 class RunSample(BaseModel):
     """How one run's items were drawn: its population (questions with a judgment), the question ids drawn
     and, for a simple random sample, each question's inclusion probability (n / N); a stratified draw
-    gives its strata instead (each stratum's weight is its population over its sample)."""
+    gives its strata instead (each stratum's weight is its population over its sample). Since issue 39 an
+    export also records the frozen set the run scored (``frozen_seal``) and a hash of what the sample showed
+    (``shown_sha256``: :func:`backtest.analysis.reading.sample.shown_sha256_of`); ``estimate`` checks both
+    against the run, and draws the sample again from the seed (None: an export made before)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -117,6 +120,8 @@ class RunSample(BaseModel):
     sampled: list[str]
     inclusion_probability: float | None = None
     strata: dict[str, StratumSample] | None = None
+    frozen_seal: str | None = None
+    shown_sha256: str | None = None
 
 
 class SampleDesign(BaseModel):
@@ -130,6 +135,7 @@ class SampleDesign(BaseModel):
     kind: Literal["srs", "stratified"]
     seed: int | None = None  # None: merged batches drawn with different seeds (each batch's is in merged_from)
     per_run: int | None = None  # --per-run N; None when --n was split over the runs
+    n: int | None = None  # --n N split over the runs (None with --per-run, or an export made before it was kept)
     stratify: str | None = None
     runs: dict[str, RunSample]
 
@@ -148,6 +154,7 @@ class Decode(Output):
     arenas: list[str] | None = None
     merged_from: list[dict[str, Any]] | None = None
     design: SampleDesign | None = None  # None: an export made before designs were recorded, or of pairs
+    no_design: str | None = None  # a merge whose batches form no one design: why (estimate says it)
 
     @model_validator(mode="after")
     def _items_of_kind(self) -> Decode:

@@ -97,19 +97,34 @@ def annotate_export(ctx, sources, n, per_run, seed, stratify, first_item, pairwi
     required=True,
     help="The folder annotate export wrote (items.jsonl or pairs.jsonl).",
 )
-@click.option("--rater", required=True, help="The reader's name; labels go to ITEMS/labels/RATER.jsonl.")
+@click.option(
+    "--rater",
+    required=True,
+    help="The reader's name; labels go to ITEMS/labels/RATER.jsonl ('adjudicated' is reserved for annotate "
+    "adjudicate).",
+)
 @click.option(
     "--out",
     type=OutPath(dir_okay=False, path_type=Path),
     default=None,
     help="Labels file (default: ITEMS/labels/RATER.jsonl).",
 )
-def annotate_import(sheet, items_dir, rater, out):
-    """Validate a filled SHEET against its items and write the reader's labels (nothing written on any problem)."""
+@click.option("--replace", is_flag=True, help="Replace the reader's labels when they were imported before.")
+def annotate_import(sheet, items_dir, rater, out, replace):
+    """Validate a filled SHEET against its items and write the reader's labels (nothing written on any problem).
+
+    A reader already imported is refused unless --replace; concurrent imports hold a lock on the labels folder.
+    """
     from backtest.analysis.reading.annotate import import_sheet
 
-    result = import_sheet(sheet, items_dir, rater, out)
+    result = import_sheet(sheet, items_dir, rater, out, replace=replace)
     click.echo(f"{rater}: {result['n']} {'pair verdicts' if result['pairwise'] else 'labels'} -> {result['labels']}")
+    if result["adjudication_stale"]:
+        click.echo(
+            "note: labels/adjudicated.jsonl was made from this reader's earlier labels; estimate refuses it until "
+            "you adjudicate again (annotate adjudicate)",
+            err=True,
+        )
 
 
 @annotate_group.command("merge")
@@ -126,6 +141,11 @@ def annotate_merge(sources, out):
         f"merged {result['n']} items from {len(sources)} exports into {out} "
         f"(readers: {', '.join(result['raters']) or 'none'})"
     )
+    if result["no_design"]:
+        click.echo(
+            f"note: the merged set records no sampling design, so estimate cannot use it: {result['no_design']}",
+            err=True,
+        )
 
 
 @annotate_group.command("adjudicate")
@@ -174,7 +194,12 @@ def annotate_adjudicate(items_dir, decisions):
     help="A pilot sample (annotate export with readers' labels): the judge's correlation with the readers and "
     "each run's rate are taken from it (repeatable).",
 )
-@click.option("--budget", type=click.IntRange(min=1), default=None, help="Items you can read in all (split evenly).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Items you can read in all, split as evenly as can be over the runs (at least one each).",
+)
 @json_option
 @click.pass_context
 def annotate_plan(ctx, runs, halfwidth, labels, budget, as_json):
@@ -197,7 +222,7 @@ def annotate_plan(ctx, runs, halfwidth, labels, budget, as_json):
             f"rate ~{p.rate:.0%} from {p.rate_from}; rho {p.rho:.2f} from {p.rho_from}"
         )
         if p.halfwidth_of_budget is not None:
-            line += f"; --budget {budget} buys +-{p.halfwidth_of_budget:.1%}"
+            line += f"; its {p.budget_share} of --budget {budget} buy +-{p.halfwidth_of_budget:.1%}"
         click.echo(line)
     click.echo(f"total: {sum(p.n_to_read for p in plans)} items (labels alone: {sum(p.n_labels_only for p in plans)})")
 

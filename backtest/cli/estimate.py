@@ -26,7 +26,10 @@ def labels_option(required: bool = False):
 @click.argument("runs", nargs=-1, required=True)
 @labels_option(required=True)
 @click.option(
-    "--out", type=OutPath(dir_okay=False, path_type=Path), default=None, help="Also write the JSON report here."
+    "--out",
+    type=OutPath(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the JSON report here (never inside a RUN folder or a --labels folder: their files are theirs).",
 )
 @json_option
 @click.pass_context
@@ -37,12 +40,15 @@ def estimate_cmd(ctx, runs, labels, out, as_json):
     For each run and rate (coverage, answered, partially_addressed, posed_but_open, premise refuted, supported,
     weakened): the estimate, its 95% interval, N, n labelled, effective n, lambda, the judge-only and labels-only
     rates and the judge's kappa on the sample; then the differences between runs, Holm-corrected. A judge that
-    collapses onto one label is flagged. Every RUN must have been sampled by one of the --labels folders.
+    collapses onto one label is flagged. Every RUN must have been sampled by one of the --labels folders, and
+    each sample is drawn again from its seed and checked against the runs before any label counts.
     """
-    from backtest.analysis.estimate import estimate_runs, render_text
+    from backtest.analysis.estimate import check_out, estimate_runs, render_text
     from backtest.core.fileio import write_json
 
     ws = workspace(ctx)
+    if out:
+        check_out(out, runs, labels, ws)
     report, _ = estimate_runs(runs, labels, ws)
     data = report.model_dump(mode="json", by_alias=True)
     if out:

@@ -105,12 +105,14 @@ def ppi_rate(
     f_labelled: Sequence[float] | np.ndarray,
     f_unlabelled: Sequence[float] | np.ndarray,
     alpha: float = 0.05,
+    judge_excluded: str | None = None,
 ) -> PPIRate:
     """The label-grounded rate of one run (module docstring).
 
     ``y``: the readers' label (0/1, or the share of readers when they split) of each read question;
     ``f_labelled``: the judge's label (0/1) of the same questions, in the same order; ``f_unlabelled``: the
-    judge's labels of the run's other questions."""
+    judge's labels of the run's other questions. ``judge_excluded``: a reason the judge's labels must not be used
+    (a judge fitted on the sample): lambda 0, and the method names the reason."""
     y_, fl, fu = (np.asarray(v, dtype=float) for v in (y, f_labelled, f_unlabelled))
     n = len(y_)
     if n < 1:
@@ -136,8 +138,10 @@ def ppi_rate(
     n_eff = var_y / se**2 if var_y > 0 and se > 0 else float(n)
     ci = fractional_clopper_pearson(min(max(theta, 0.0), 1.0) * n_eff, n_eff, alpha)
     lam, method = lam_tuned, "ppi++"
-    if lam_tuned == 0.0 or ci[1] - ci[0] > labels_ci[1] - labels_ci[0] + 1e-12:
-        why = "the judge's labels do not help" if lam_tuned == 0.0 else "the judge did not narrow the interval"
+    if judge_excluded or lam_tuned == 0.0 or ci[1] - ci[0] > labels_ci[1] - labels_ci[0] + 1e-12:
+        why = judge_excluded or (
+            "the judge's labels do not help" if lam_tuned == 0.0 else "the judge did not narrow the interval"
+        )
         lam, method = 0.0, f"labels-only ({why})"
         theta, se, n_eff, ci = labels_only, ppi_se(y_, fl, fu, 0.0), float(n), labels_ci
     return PPIRate(

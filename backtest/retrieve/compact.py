@@ -21,7 +21,7 @@ from typing import Any
 
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import iter_jsonl
-from backtest.core.records import Retrieval, parse_record
+from backtest.core.records import Retrieval, RetrievedDocument, parse_record
 from backtest.core.workspace import Workspace
 
 DOC_KEYS = ("id", "rank", "score", "published")
@@ -30,6 +30,14 @@ DOC_KEYS = ("id", "rank", "score", "published")
 def shown_sha256(title: str, abstract: str) -> str:
     """The sha256 of a document's shown title and abstract (the JSON of the pair)."""
     return hashlib.sha256(json.dumps([title, abstract], ensure_ascii=False).encode()).hexdigest()
+
+
+def document_shown_sha256(document: RetrievedDocument) -> str:
+    """The ``shown_sha256`` of a retrieved document: the one a compact run keeps, else computed from its text."""
+    kept = (document.model_extra or {}).get("shown_sha256")
+    if isinstance(kept, str) and not document.title and not document.abstract:
+        return kept
+    return shown_sha256(document.title, document.abstract)
 
 
 def compact_retrieval(row: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,6 @@ files against ``EXPORT.json``: a missing, truncated or edited export is rebuilt,
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -44,6 +43,7 @@ import numpy as np
 
 from backtest.core.caches import shared_cache, user_cache
 from backtest.core.errors import BadInput
+from backtest.core.lock import file_lock
 from backtest.core.seal import sha256_file
 from backtest.text.backends import CALIBRATION, RECIPES, embedding_dimension, recipe_hash
 
@@ -112,17 +112,6 @@ def _check_export_deps(backend: str) -> None:
             raise BadInput(f"quantizing the model for OpenVINO needs nncf ({OPENVINO_HINT})") from None
     else:
         _onnxruntime()
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _valid(folder: Path, backend: str) -> bool:
@@ -311,7 +300,7 @@ def ensure_export(model_dir: Path, backend: str, st: Any) -> Path:
     if _valid(folder, backend):
         return main
     _check_export_deps(backend)
-    with _file_lock(folder.parent / ".export.lock"):
+    with file_lock(folder.parent / ".export.lock"):
         if _valid(folder, backend):  # another process finished it while we waited
             return main
         if _older_format(folder):

@@ -16,7 +16,10 @@ that rare labels are represented. ``export_pairs`` does the same for arena conte
 ``import_sheet`` validates a filled sheet against its items (labels in the taxonomy,
 cited ids among the item's documents, every item present exactly once, engaged
 outcomes cite something and ``not_addressed`` cites nothing) and writes
-``labels/<rater>.jsonl``. Every problem is reported, one line each.
+``labels/<rater>.jsonl``. Every problem is reported, one line each. A reader already imported is replaced only
+when asked, under a lock on the labels folder; ``adjudicated`` is no reader's name: ``adjudicate`` writes
+``labels/adjudicated.jsonl`` from two readers and their decisions, and :func:`check_adjudicated` checks that it
+still follows from them.
 """
 
 from __future__ import annotations
@@ -24,33 +27,40 @@ from __future__ import annotations
 import csv
 import io
 import random
-from collections import defaultdict
+import re
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from backtest.analysis.outputs import Decode
 from backtest.analysis.reading.items import (
-    BLINDED_SYSTEM,
     AnnotationItem,
     Label,
     PairItem,
     PairLabel,
     PairQuestion,
     ShownDocument,
+    citation_problems,
     read_records,
+)
+from backtest.analysis.reading.sample import (
+    blind_question,
+    check_numbering,
+    draw,
+    item_id,
+    load_run_material,
+    quotas,
+    shown_sha256_of,
 )
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, iter_jsonl, read_text_file, write_jsonl
 from backtest.core.html import markdown_text
+from backtest.core.lock import file_lock
 from backtest.core.records import (
     ENGAGED_OUTCOMES,
     OUTCOMES,
     PREMISE_STATUSES,
-    Judgment,
-    Question,
-    Retrieval,
     Versioned,
     check_safe_name,
     output_dict,
@@ -59,8 +69,13 @@ from backtest.core.records import (
     write_output,
 )
 from backtest.core.text import CONTROL_CHARS
-from backtest.scoring.outputs import Run
 
+#: an ANSI escape sequence (colour, cursor), taken out of adjudication reasons whole
+ANSI_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+#: the lock file, in a labels folder, that imports and adjudication hold while they check and write
+LABELS_LOCK = ".labels.lock"
+#: the labels adjudication derives (no reader may be imported under this name)
+ADJUDICATED = "adjudicated"
 SHEET_COLUMNS = ("item_id", "outcome", "premise_status", "confidence", "cited", "notes")
 PAIR_SHEET_COLUMNS = ("item_id", "better", "confidence", "notes")
 BETTER = ("a", "b", "tie")
@@ -83,38 +98,6 @@ make a question better if it is unintelligible or asks nothing testable. Use `ti
 better (both good, or both unintelligible). Enter confidence 1 (low) / 2 (medium) / 3 (high).
 Judge from the text shown only.
 """
-
-
-def _run_files(run_dir: Path, ws) -> tuple[Run, list[Question], list[Retrieval], list[Judgment]]:
-    """A complete run's RUN.json, the questions of its frozen set, its retrievals and judgments."""
-    from backtest.scoring.score import load_run_files
-    from backtest.submit.freeze import load_frozen
-
-    run, retrievals, judgments, _ = load_run_files(run_dir)
-    if run.status != "complete":
-        raise BadInput(f"{run_dir}: run is not complete (status {run.status!r}); finish it with backtest score")
-    questions = list(load_frozen(ws.root / run.frozen_path).questions)
-    return run, questions, retrievals, judgments
-
-
-def blind_question(question: Question, item_id: str) -> Question:
-    """The question as readers and judges see it in an item: its id is the item id, its system hidden."""
-    return question.model_copy(update={"question_id": item_id, "generation_system": BLINDED_SYSTEM})
-
-
-def _draw(keys_by_stratum: dict[str, list[Any]], quota: int, rng: random.Random) -> list[Any]:
-    """Round-robin over strata (sorted by name), each shuffled by ``rng``, until ``quota`` are taken."""
-    pools = {s: rng.sample(v, len(v)) for s, v in sorted(keys_by_stratum.items())}
-    picked: list[Any] = []
-    while len(picked) < quota and any(pools.values()):
-        for s in sorted(pools):
-            if pools[s] and len(picked) < quota:
-                picked.append(pools[s].pop())
-    return picked
-
-
-def _quotas(n: int, k: int) -> list[int]:
-    return [n // k + (1 if i < n % k else 0) for i in range(k)]
 
 
 def _prepare_out(out: Path) -> None:
@@ -143,8 +126,9 @@ def export_items(
 
     ``per_run``: a simple random sample of that many questions from every run (all of a smaller run), the
     design an estimate (:mod:`backtest.analysis.estimate`) needs; ``n``: that many items split evenly over
-    the runs. Either way the draw is seeded and ``decode.json`` records its design (each run's population,
-    the question ids drawn, the inclusion probability or, stratified, the strata). Items are numbered from
+    the runs. Either way the draw is seeded (:func:`~backtest.analysis.reading.sample.draw`) and ``decode.json``
+    records its design (each run's population, the question ids drawn, the inclusion probability or, stratified,
+    the strata; the frozen set each run scored and the hash of what its sample shows). Items are numbered from
     ``first_item``, so exports made in batches can share one numbering (their items.jsonl, sheets and decode
     files then concatenate without clashes)."""
     from backtest.analysis.outputs import RunSample, SampleDesign, StratumSample
@@ -161,61 +145,59 @@ def export_items(
         raise BadInput("give at least one run folder")
     out = Path(out)
     _prepare_out(out)
-    rng = random.Random(seed)
     runs = [Path(r) if Path(r).is_absolute() or Path(r).exists() else ws.root / r for r in run_dirs]
     if len({r.resolve() for r in runs}) != len(runs):
         raise BadInput("a run folder is given twice")
-    quotas = _quotas(n, len(runs)) if n is not None else [per_run] * len(runs)
-    drawn: list[tuple[Path, Run, Question, Retrieval, Judgment]] = []
+    run_quotas = quotas(n, len(runs)) if n is not None else [per_run or 0] * len(runs)
+    materials = [load_run_material(run_dir, ws, with_text=True) for run_dir in runs]
+    strata = [m.strata(stratify) for m in materials]
+    picked, order = draw(strata, run_quotas, seed)
+    check_numbering(first_item, len(order))
     samples: dict[str, RunSample] = {}
-    for run_dir, quota in zip(runs, quotas):
-        run, questions, retrievals, judgments = _run_files(run_dir, ws)
-        by_q = {r.question_id: r for r in retrievals}
-        by_j = {j.question_id: j for j in judgments}
-        strata: dict[str, list[int]] = defaultdict(list)
-        for i, q in enumerate(questions):
-            if q.question_id in by_q and q.question_id in by_j:
-                strata[by_j[q.question_id].outcome if stratify else "all"].append(i)
-        picked = _draw(strata, quota or 0, rng)
-        population = sum(len(v) for v in strata.values())
-        ids = [questions[i].question_id for i in picked]
+    for material, run_strata, indexes in zip(materials, strata, picked):
+        population = sum(len(v) for v in run_strata.values())
+        ids = [material.questions[i].question_id for i in indexes]
         if stratify:
-            chosen = set(picked)
-            samples[ws.relative(run_dir)] = RunSample(
+            chosen = set(indexes)
+            samples[material.name] = RunSample(
                 population=population,
                 sampled=ids,
                 strata={
-                    s: StratumSample(population=len(v), sampled=[questions[i].question_id for i in v if i in chosen])
-                    for s, v in sorted(strata.items())
+                    s: StratumSample(
+                        population=len(v), sampled=[material.questions[i].question_id for i in v if i in chosen]
+                    )
+                    for s, v in sorted(run_strata.items())
                 },
             )
         else:
-            samples[ws.relative(run_dir)] = RunSample(
-                population=population, sampled=ids, inclusion_probability=len(ids) / population if population else 0.0
+            samples[material.name] = RunSample(
+                population=population,
+                sampled=ids,
+                inclusion_probability=len(ids) / population if population else 0.0,
+                frozen_seal=material.run.frozen_seal,
+                shown_sha256=shown_sha256_of(material, ids),
             )
-        for i in picked:
-            q = questions[i]
-            drawn.append((run_dir, run, q, by_q[q.question_id], by_j[q.question_id]))
-    rng.shuffle(drawn)
     items, decode = [], {}
-    for k, (run_dir, run, q, retrieval, judgment) in enumerate(drawn, start=first_item):
-        item_id = f"item{k:03d}"
+    for k, (r, i) in enumerate(order, start=first_item):
+        material, item = materials[r], item_id(k)
+        q = material.questions[i]
+        judgment = material.judgments[q.question_id]
         docs = [
             ShownDocument(id=d.id, title=d.title, abstract=d.abstract, published=d.published)
-            for d in retrieval.documents
+            for d in material.retrievals[q.question_id].documents
         ]
-        items.append(AnnotationItem(item_id=item_id, question=blind_question(q, item_id), documents=docs))
-        decode[item_id] = {
-            "run": ws.relative(run_dir),
-            "instance": run.instance_id,
-            "system": run.system,
+        items.append(AnnotationItem(item_id=item, question=blind_question(q, item), documents=docs))
+        decode[item] = {
+            "run": material.name,
+            "instance": material.run.instance_id,
+            "system": material.run.system,
             "question_id": q.question_id,
-            "judge": run.judge.get("name"),
+            "judge": material.run.judge.get("name"),
             "judge_outcome": judgment.outcome,
             "judge_premise_status": judgment.premise_status,
         }
     design = SampleDesign(
-        kind="stratified" if stratify else "srs", seed=seed, per_run=per_run, stratify=stratify, runs=samples
+        kind="stratified" if stratify else "srs", seed=seed, per_run=per_run, n=n, stratify=stratify, runs=samples
     )
     _write_export(
         out,
@@ -230,14 +212,14 @@ def export_items(
             "seed": seed,
             "stratify": stratify,
             "first_item": first_item,
-            "runs": [ws.relative(r) for r in runs],
+            "runs": [m.name for m in materials],
             "design": design.model_dump(mode="json", exclude_none=True),
         },
     )
     return {
         "out": str(out),
         "n": len(items),
-        "per_run": {ws.relative(r): sum(1 for v in decode.values() if v["run"] == ws.relative(r)) for r in runs},
+        "per_run": {m.name: sum(1 for v in decode.values() if v["run"] == m.name) for m in materials},
     }
 
 
@@ -345,7 +327,7 @@ def export_pairs(
     _prepare_out(out)
     rng = random.Random(seed)
     drawn = []
-    for arena_dir, quota in zip(dirs, _quotas(n, len(dirs))):
+    for arena_dir, quota in zip(dirs, quotas(n, len(dirs))):
         path = arena_dir / "contexts.jsonl"
         if not path.is_file():
             raise BadInput(f"{arena_dir}: no contexts.jsonl (give an arena output folder)")
@@ -356,9 +338,10 @@ def export_pairs(
         for ctx in rng.sample(contexts, min(quota, len(contexts))):
             drawn.append((arena_dir, inst, ctx, *rng.sample(ctx.systems(), 2), past))
     rng.shuffle(drawn)
+    check_numbering(first_item, len(drawn))
     pairs, decode = [], {}
     for k, (arena_dir, inst, ctx, sa, sb, past) in enumerate(drawn, start=first_item):
-        item_id = f"item{k:03d}"
+        item = item_id(k)
         docs = [
             ShownDocument(id=i, title=rec.title, abstract=rec.abstract[:MAX_ABSTRACT_CHARS], published=rec.published)
             for i in ctx.evidence_ids[:MAX_CONTEXT_PAPERS]
@@ -370,8 +353,8 @@ def export_pairs(
             question, _, rest = output.output.partition("\n")
             premise = rest.split(": ", 1)[1] if ": " in rest else None
             sides[side] = PairQuestion(question=question, premise=premise, evidence_ids=output.evidence_ids)
-        pairs.append(PairItem(item_id=item_id, context=docs, a=sides["a"], b=sides["b"]))
-        decode[item_id] = {
+        pairs.append(PairItem(item_id=item, context=docs, a=sides["a"], b=sides["b"]))
+        decode[item] = {
             "arena": ws.relative(arena_dir),
             "instance": inst,
             "context_id": ctx.context_id,
@@ -440,13 +423,25 @@ def _split_ids(value: str) -> list[str]:
     return [p for p in value.replace(";", " ").replace(",", " ").split() if p]
 
 
-def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str | Path | None = None) -> dict[str, Any]:
-    """Validate a filled sheet against its items; write ``labels/<rater>.jsonl``. CheckFailed lists every problem."""
+def import_sheet(
+    sheet: str | Path, items_dir: str | Path, rater: str, out: str | Path | None = None, replace: bool = False
+) -> dict[str, Any]:
+    """Validate a filled sheet against its items; write ``labels/<rater>.jsonl``. CheckFailed lists every problem.
+
+    A reader's file that exists is replaced only with ``replace``; the check and the write hold a lock on the
+    labels folder (:data:`LABELS_LOCK`), so concurrent imports of one reader write once and refuse the rest.
+    ``adjudicated`` is no reader's name: ``labels/adjudicated.jsonl`` is what :func:`adjudicate` derives."""
     sheet, items_dir = Path(sheet), Path(items_dir)
     try:
         check_safe_name(rater, "rater name")
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+    target = Path(out) if out else items_dir / "labels" / f"{rater}.jsonl"
+    if ADJUDICATED in (rater, target.stem):
+        raise BadInput(
+            f"{ADJUDICATED!r} is reserved: labels/{ADJUDICATED}.jsonl is written by `backtest annotate adjudicate` "
+            "from two readers' labels and a decision per disagreement; import each reader under their own name"
+        )
     pairwise = (items_dir / "pairs.jsonl").is_file()
     source = items_dir / ("pairs.jsonl" if pairwise else "items.jsonl")
     if not source.is_file():
@@ -483,11 +478,18 @@ def import_sheet(sheet: str | Path, items_dir: str | Path, rater: str, out: str 
         )
     if problems:
         raise CheckFailed(f"{sheet}: {len(problems)} problem(s), nothing written: {problems[0]}", details=problems)
-    target = Path(out) if out else items_dir / "labels" / f"{rater}.jsonl"
     order = {r.item_id: k for k, r in enumerate(records)}
     labels.sort(key=lambda lab: order[lab.item_id])
-    write_jsonl(target, [lab.model_dump(mode="json", exclude_none=True) for lab in labels])
-    return {"labels": str(target), "n": len(labels), "pairwise": pairwise}
+    with file_lock(target.parent / LABELS_LOCK):
+        replaced = target.exists()
+        if replaced and not replace:
+            raise BadInput(
+                f"{target}: exists (reader {rater!r} was imported before); pass --replace to replace their labels, "
+                "or import this sheet under another --rater"
+            )
+        write_jsonl(target, [lab.model_dump(mode="json", exclude_none=True) for lab in labels])
+        stale = replaced and (target.parent / f"{ADJUDICATED}.jsonl").is_file()
+    return {"labels": str(target), "n": len(labels), "pairwise": pairwise, "adjudication_stale": stale}
 
 
 def _pair_label(row: dict[str, str], where: str, conf: str, shown: list[str]) -> tuple[PairLabel | None, list[str]]:
@@ -512,15 +514,7 @@ def _item_label(row: dict[str, str], where: str, conf: str, shown: list[str]) ->
             f"{where}: premise_status {row['premise_status']!r} is not one of {', '.join(PREMISE_STATUSES)}"
         )
     cited = _split_ids(row["cited"])
-    foreign = [c for c in cited if c not in shown]
-    if foreign:
-        problems.append(f"{where}: cited id(s) {', '.join(foreign)} are not among the item's documents")
-    if len(set(cited)) != len(cited):
-        problems.append(f"{where}: a document is cited twice")
-    if not problems and row["outcome"] in ENGAGED_OUTCOMES and not cited:
-        problems.append(f"{where}: outcome {row['outcome']} needs at least one cited document")
-    if not problems and row["outcome"] == "not_addressed" and cited:
-        problems.append(f"{where}: outcome not_addressed cites nothing")
+    problems += [f"{where}: {p}" for p in citation_problems(row["outcome"], cited, shown)]
     if problems:
         return None, problems
     label = Label(
@@ -536,14 +530,21 @@ def _item_label(row: dict[str, str], where: str, conf: str, shown: list[str]) ->
 
 def _merged_design(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The design of merged batches: their runs' samples together, when every batch recorded one of the same
-    kind and no run was drawn from twice (else none: an estimate then refuses the merged set)."""
+    kind and no run was drawn from twice; else none, and ``no_design`` says why (``estimate`` repeats it)."""
     designs = [d for m in metas if (d := m.get("design")) is not None]
-    if not designs or len(designs) != len(metas) or len({(d["kind"], d.get("stratify")) for d in designs}) != 1:
-        return {}
+    if not designs or len(designs) != len(metas):
+        return {"no_design": "a batch recorded no sampling design (exported before designs were recorded)"}
+    if len({(d["kind"], d.get("stratify")) for d in designs}) != 1:
+        return {"no_design": "its batches were drawn under different designs (simple random and stratified)"}
     runs: dict[str, Any] = {}
     for d in designs:
-        if set(d["runs"]) & set(runs):
-            return {}
+        twice = sorted(set(d["runs"]) & set(runs))
+        if twice:
+            return {
+                "no_design": f"two of its batches sampled the same run ({twice[0]}): two samples of one run drawn "
+                "apart are not one simple random sample of it; estimate from one batch, or export one sample of "
+                "the run with the --per-run you want"
+            }
         runs.update(d["runs"])
     first = designs[0]
     seeds = {d["seed"] for d in designs}
@@ -591,6 +592,13 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
         missing = [str(d) for d in dirs if not (d / "labels" / f"{rater}.jsonl").is_file()]
         if missing:
             raise BadInput(f"reader {rater} has no labels in {', '.join(missing)}: merge labelled batches whole")
+    decisions: list[dict[str, Any]] = []
+    if ADJUDICATED in raters:  # the decisions go with the adjudicated labels (estimate checks one against the other)
+        for d in dirs:
+            if not (d / "adjudication.jsonl").is_file():
+                raise BadInput(f"{d}: labels/{ADJUDICATED}.jsonl without adjudication.jsonl; adjudicate it again first")
+            decisions += [row for _, row in iter_jsonl(d / "adjudication.jsonl")]
+    design = _merged_design(metas) if kind == "items" else {}
     guide, guide_name = None, "codebook.md"
     for d in dirs:
         for name in ("codebook.md", "guide.md"):
@@ -603,7 +611,7 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
         decode,
         guide,
         guide_name,
-        {"kind": kind, "n": len(records), "merged_from": metas, **_merged_design(metas)},
+        {"kind": kind, "n": len(records), "merged_from": metas, **design},
     )
     for rater in raters:
         labels = [
@@ -615,17 +623,18 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
         write_jsonl(
             out / "labels" / f"{rater}.jsonl", [lab.model_dump(mode="json", exclude_none=True) for lab in labels]
         )
-    return {"out": str(out), "n": len(records), "raters": raters}
+    if ADJUDICATED in raters:
+        decisions.sort(key=lambda r: (str(r.get("item_id")), str(r.get("field"))))
+        write_jsonl(out / "adjudication.jsonl", decisions)
+    return {"out": str(out), "n": len(records), "raters": raters, "no_design": design.get("no_design")}
 
 
 # --------------------------------------------------------------------------- adjudication
 
 
-ADJUDICATED = "adjudicated"
-
-
 class Decision(Versioned):
-    """One adjudicated disagreement: the field, both readings, the label decided and why."""
+    """One adjudicated disagreement: the field, both readings, the label decided and why (control characters,
+    ANSI escapes and bidirectional overrides are taken out of the reason: it is printed and published)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -635,6 +644,14 @@ class Decision(Versioned):
     reader_b: str
     adjudicated: str
     reason: str = Field(min_length=1)
+
+    @field_validator("reason")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        cleaned = CONTROL_CHARS.sub("", ANSI_SEQUENCE.sub("", value)).strip()
+        if not cleaned:
+            raise ValueError("reason is empty once control characters are taken out")
+        return cleaned
 
 
 def disagreements(items_dir: str | Path, readers: tuple[str, str] = ("reader_a", "reader_b")) -> list[dict[str, Any]]:
@@ -667,18 +684,15 @@ def _reader(items_dir: Path, name: str) -> dict[str, Label]:
     return {lab.item_id: lab for lab in read_labels(path)}
 
 
-def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, Any]:
-    """Write ``labels/adjudicated.jsonl`` and ``adjudication.jsonl`` from two readers' labels and a decision for
-    each of their disagreements (each decision one of the two readings, with its reason). An item's label is
-    the readers' where they agree; the cited documents of an engaged item are those either reader cited who
-    found it engaged. Refuses (nothing written) a missing, extra or invalid decision."""
-    items_dir = Path(items_dir)
+def _decide(items_dir: Path, decisions_path: Path) -> tuple[list[Label], list[Decision], list[str]]:
+    """The adjudicated labels of ``items_dir`` from reader_a's and reader_b's labels and the decisions (in item
+    order), the decisions kept (:func:`adjudicate`), and every problem with the decisions (none: all is sound)."""
     a, b = _reader(items_dir, "reader_a"), _reader(items_dir, "reader_b")
     mismatch = f"{items_dir}: reader_a and reader_b labelled different items"
     wanted = {(d["item_id"], d["field"]): d for d in _disagreements(a, b, mismatch)}
     decided: dict[tuple[str, str], Decision] = {}
     problems = []
-    for lineno, obj in iter_jsonl(Path(decisions_path)):
+    for lineno, obj in iter_jsonl(decisions_path):
         try:
             d = parse_record(Decision, obj, f"{decisions_path}:{lineno}")
         except BadInput as exc:
@@ -700,8 +714,6 @@ def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, A
             decided[key] = d
     missing = sorted(set(wanted) - set(decided))
     problems += [f"{item} {field}: no decision" for item, field in missing]
-    if problems:
-        raise CheckFailed(f"{decisions_path}: {len(problems)} problem(s), nothing written: {problems[0]}", problems)
     labels = []
     for item in sorted(a):
         value = {
@@ -714,12 +726,60 @@ def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, A
         )
         reasons = [decided[(item, f)].reason for f in ("outcome", "premise_status") if (item, f) in decided]
         labels.append(Label(item_id=item, cited=cited, notes="; ".join(reasons), **value))
-    write_jsonl(
-        items_dir / "labels" / f"{ADJUDICATED}.jsonl",
-        [lab.model_dump(mode="json", exclude_none=True) for lab in labels],
-    )
-    write_jsonl(
-        items_dir / "adjudication.jsonl",
-        [decided[k].model_dump(mode="json", exclude={"schema_version"}) for k in sorted(decided)],
-    )
+    return labels, [decided[k] for k in sorted(decided)], problems
+
+
+def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, Any]:
+    """Write ``labels/adjudicated.jsonl`` and ``adjudication.jsonl`` from two readers' labels and a decision for
+    each of their disagreements (each decision one of the two readings, with its reason). An item's label is
+    the readers' where they agree; the cited documents of an engaged item are those either reader cited who
+    found it engaged. Refuses (nothing written) a missing, extra or invalid decision."""
+    items_dir = Path(items_dir)
+    with file_lock(items_dir / "labels" / LABELS_LOCK):
+        labels, decided, problems = _decide(items_dir, Path(decisions_path))
+        if problems:
+            raise CheckFailed(f"{decisions_path}: {len(problems)} problem(s), nothing written: {problems[0]}", problems)
+        write_jsonl(
+            items_dir / "labels" / f"{ADJUDICATED}.jsonl",
+            [lab.model_dump(mode="json", exclude_none=True) for lab in labels],
+        )
+        write_jsonl(
+            items_dir / "adjudication.jsonl", [d.model_dump(mode="json", exclude={"schema_version"}) for d in decided]
+        )
     return {"n": len(labels), "decided": len(decided)}
+
+
+def check_adjudicated(items_dir: str | Path) -> None:
+    """CheckFailed, one line, unless ``labels/adjudicated.jsonl`` (when there is one) is exactly what
+    :func:`adjudicate` derives from ``labels/reader_a.jsonl``, ``labels/reader_b.jsonl`` and
+    ``adjudication.jsonl`` as they are now: a hand-written file, one left stale by a reader imported again, or
+    decisions edited since, would override every reader."""
+    from backtest.analysis.reading.items import read_labels
+
+    items_dir = Path(items_dir)
+    written = items_dir / "labels" / f"{ADJUDICATED}.jsonl"
+    if not written.is_file():
+        return
+    again = f"`backtest annotate adjudicate {items_dir} --decisions DECISIONS`"
+    needed = [items_dir / "labels" / "reader_a.jsonl", items_dir / "labels" / "reader_b.jsonl"]
+    needed.append(items_dir / "adjudication.jsonl")
+    missing = [p.name for p in needed if not p.is_file()]
+    if missing:
+        raise CheckFailed(
+            f"{written}: {', '.join(missing)} missing, so the adjudicated labels cannot be checked to follow from "
+            f"the readers' labels and the decisions; they are written only by {again}"
+        )
+    derived, _, problems = _decide(items_dir, items_dir / "adjudication.jsonl")
+    if problems:
+        raise CheckFailed(
+            f"{written}: adjudication.jsonl no longer settles the readers' disagreements ({problems[0]}); a reader "
+            f"was imported again since, or the decisions were edited: decide again with {again}"
+        )
+    have = {lab.item_id: lab for lab in read_labels(written)}
+    derived_ids = {lab.item_id for lab in derived}
+    differ = sorted({lab.item_id for lab in derived if have.get(lab.item_id) != lab} | (set(have) - derived_ids))
+    if differ:
+        raise CheckFailed(
+            f"{written}: {differ[0]} is not what the readers' labels and adjudication.jsonl give "
+            f"({len(differ)} item(s) differ): a stale or hand-written file; write it with {again}"
+        )

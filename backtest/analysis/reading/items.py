@@ -21,7 +21,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from backtest.core.errors import BadInput
 from backtest.core.fileio import iter_jsonl
-from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Question, RetrievedDocument, Versioned, parse_record
+from backtest.core.records import (
+    ENGAGED_OUTCOMES,
+    OUTCOMES,
+    PREMISE_STATUSES,
+    Question,
+    RetrievedDocument,
+    Versioned,
+    parse_record,
+)
 
 ITEM_ID = re.compile(r"item\d{3,6}")
 BLINDED_SYSTEM = "blinded"
@@ -119,6 +127,23 @@ class PairLabel(Versioned):
 
 assert tuple(Label.model_fields["outcome"].annotation.__args__) == OUTCOMES  # type: ignore[union-attr]
 assert tuple(Label.model_fields["premise_status"].annotation.__args__) == PREMISE_STATUSES  # type: ignore[union-attr]
+
+
+def citation_problems(outcome: str, cited: list[str], shown: list[str]) -> list[str]:
+    """What is wrong with a label's citations, given the ids of the documents its item showed: ids never shown,
+    an id cited twice, an engaged outcome citing nothing, ``not_addressed`` citing something (the last two only
+    when the rest is sound). The rules ``annotate import`` applies to a sheet and ``estimate`` to every label."""
+    problems = []
+    foreign = [c for c in cited if c not in shown]
+    if foreign:
+        problems.append(f"cited id(s) {', '.join(foreign)} are not among the item's documents")
+    if len(set(cited)) != len(cited):
+        problems.append("a document is cited twice")
+    if not problems and outcome in ENGAGED_OUTCOMES and not cited:
+        problems.append(f"outcome {outcome} needs at least one cited document")
+    if not problems and outcome == "not_addressed" and cited:
+        problems.append("outcome not_addressed cites nothing")
+    return problems
 
 
 def read_records(path: str | Path, model: type[Versioned]) -> list:
