@@ -40,6 +40,13 @@ DEFINITIONS = {
     "independent_qualification": "A later paper, by other authors, limits the scope of, or adds a condition to, "
     "an earlier paper's claim.",
 }
+# The gated sets (issue 40): the observational type also covers a result its authors set against earlier work.
+HELDOUT_DEFINITIONS = {
+    **DEFINITIONS,
+    "observational_tension": "Two findings about the same object or quantity that cannot both be right (different "
+    "values, or detected vs not detected), or a finding whose authors set it against an earlier result or view "
+    "that the sentence names (the earlier paper may be outside the corpus).",
+}
 
 
 def export_items(out: Path, n: int, seed: int) -> None:
@@ -122,7 +129,7 @@ def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
             items.append(
                 {
                     "type": kind,
-                    "definition": DEFINITIONS[kind],
+                    "definition": HELDOUT_DEFINITIONS[kind],
                     "question": q["question"],
                     "claims": claims,
                     "check": t.get("why", "")
