@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import echo_json, json_option, progress_enabled, workspace
+from backtest.cli.common import device_option, echo_json, json_option, progress_enabled, workspace
 
 
 @click.group("release")
@@ -29,6 +29,7 @@ def compact_cmd(run_dirs):
 
 @release_group.command("replay")
 @click.option("--check", is_flag=True, help="Only compare: exit 1 if a replayed file differs (nothing written).")
+@device_option
 @json_option
 @click.pass_context
 def replay_cmd(ctx, check, as_json):
