@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from backtest.cli.common import OutPath, echo_json, json_option, progress_enabled, workspace
+from backtest.cli.common import OutPath, device_option, echo_json, json_option, progress_enabled, workspace
 from backtest.core.errors import BadInput
 
 
@@ -98,6 +98,7 @@ def _past_of(instance_id: str, question_sets: dict, ws):
     type=OutPath(file_okay=False, path_type=Path),
     help="Output folder (default: results/<instance>/arena/<run id>).",
 )
+@device_option
 @json_option
 @click.pass_context
 def arena(

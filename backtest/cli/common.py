@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import sys
 from pathlib import Path
@@ -121,6 +122,33 @@ def executor_spec(executor_name: str, ray_address: str | None, ray_cpus: int | N
     if executor_name != "ray" and (ray_cpus is not None):
         raise click.UsageError("--ray-cpus needs --executor ray")
     return ExecutorSpec(executor_name, ray_address if executor_name == "ray" else None, ray_cpus)
+
+
+def device_option(command: Callable) -> Callable:
+    """``--device auto|cpu|cuda`` (``BACKTEST_DEVICE``): where the torch embedding backend runs
+    (:mod:`backtest.text.device`); the command body runs under that choice and does not get the option.
+    ``cuda`` on a machine without a GPU is refused (exit 2) before the command starts, unless the command runs
+    on a Ray cluster (``--executor ray``), whose actors decide."""
+    from backtest.text.device import DEVICE_ENV, DEVICES
+
+    @functools.wraps(command)
+    def under_device(*args, device: str, **kwargs):
+        from backtest.text.device import use
+
+        with use(device, check=kwargs.get("executor_name") != "ray"):
+            return command(*args, **kwargs)
+
+    return click.option(
+        "--device",
+        type=click.Choice(DEVICES),
+        default="auto",
+        envvar=DEVICE_ENV,
+        show_default=True,
+        show_envvar=True,
+        help="Where the fp32 torch embedding model runs: auto takes a CUDA GPU when torch sees one, else the "
+        "CPU; cuda without one is refused. The device is in no cache key or result record; a GPU's scores differ "
+        "from the CPU's by float rounding (docs/retrieve.md).",
+    )(under_device)
 
 
 def llm_options(command):

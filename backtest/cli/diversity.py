@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from backtest.cli.arena import load_question_sets
-from backtest.cli.common import OutPath, echo_json, json_option, workspace
+from backtest.cli.common import OutPath, device_option, echo_json, json_option, workspace
 
 
 @click.command("diversity")
@@ -37,6 +37,7 @@ from backtest.cli.common import OutPath, echo_json, json_option, workspace
 @click.option(
     "--out", type=OutPath(file_okay=False, path_type=Path), help="Output folder (default: results/diversity/<id>)."
 )
+@device_option
 @json_option
 @click.pass_context
 def diversity(ctx, sets, rules, groupings, audit, audit_max, llm_config, out, as_json):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from backtest.cli.common import echo_json, json_option, progress_enabled, workspace
+from backtest.cli.common import device_option, echo_json, json_option, progress_enabled, workspace
 
 
 @click.group("release")
@@ -28,25 +28,42 @@ def compact_cmd(run_dirs):
 
 
 @release_group.command("replay")
-@click.option("--check", is_flag=True, help="Only compare: exit 1 if a replayed file differs (nothing written).")
+@click.option("--check", is_flag=True, help="Only compare: exit 1 if a replayed run changed (nothing written).")
+@device_option
 @json_option
 @click.pass_context
 def replay_cmd(ctx, check, as_json):
     """Re-score every committed (compact) run under results/ from its frozen set, with the judge its RUN.json
-    names, in a scratch workspace, and compare the files byte for byte. Without --check the committed files
-    are replaced by the replayed ones (make replay then runs `git diff --exit-code results/`)."""
+    names, in a scratch workspace, and compare: what readers and judges are shown (documents, ranks, shown-text
+    hashes, judgments, metrics) exactly, the stored retrieval scores within 1e-4 (another machine's float
+    kernels move them; docs/scoring.md). Without --check the files that changed are replaced by the replayed
+    ones and the others keep their bytes (make replay then runs `git diff --exit-code results/`)."""
     from backtest.core.errors import CheckFailed
     from backtest.studies.release import replay
+    from backtest.studies.release_compare import SCORE_TOLERANCE
 
     replayed = replay(workspace(ctx), write=not check, progress=progress_enabled())
     changed = [r for r in replayed if r.changed]
+    moved = max((r.max_score_move for r in replayed), default=0.0)
     if as_json:
-        echo_json({"runs": len(replayed), "changed": {str(r.run_dir): r.changed for r in changed}})
+        echo_json(
+            {
+                "runs": len(replayed),
+                "changed": {str(r.run_dir): r.changed for r in changed},
+                "differences": {str(r.run_dir): [d.line() for d in r.differences] for r in changed},
+                "score_tolerance": SCORE_TOLERANCE,
+                "max_score_move": moved,
+            }
+        )
     else:
-        click.echo(f"replayed {len(replayed)} committed run(s); {len(changed)} changed")
+        click.echo(
+            f"replayed {len(replayed)} committed run(s); {len(changed)} changed "
+            f"(largest score move within the {SCORE_TOLERANCE:g} tolerance: {moved:.1e})"
+        )
     if changed and check:
         message = f"{len(changed)} replayed run(s) differ from the committed files"
-        raise CheckFailed(message, [message, *(f"{r.run_dir}: {', '.join(r.changed)}" for r in changed)])
+        lines = [f"{r.run_dir}: {d.line()}" for r in changed for d in r.differences]
+        raise CheckFailed(message, [message, *lines])
 
 
 # Attached to the ``backtest`` group by :mod:`backtest.cli.main`.

@@ -8,6 +8,7 @@ import click
 
 from backtest.cli.common import (
     OutPath,
+    device_option,
     echo_json,
     executor_options,
     executor_spec,
@@ -38,6 +39,7 @@ from backtest.cli.common import (
     help="faiss index for dense/hybrid: exact (flat), approximate (hnsw, ivf), or auto: exact up to "
     "1,000,000 documents, hnsw above.",
 )
+@device_option
 @executor_options
 @json_option
 @click.pass_context

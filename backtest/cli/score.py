@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from backtest.cli.common import (
+    device_option,
     echo_json,
     executor_options,
     executor_spec,
@@ -40,6 +41,7 @@ from backtest.core.records import output_dict
     help="Stop before this invocation's judge calls would cost more (in the config's currency); the run "
     "stays resumable. Needs a price in the judge config.",
 )
+@device_option
 @executor_options
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal)."

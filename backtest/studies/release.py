@@ -35,6 +35,7 @@ from backtest.core.records import Retrieval, output_dict, parse_record, read_out
 from backtest.core.workspace import Workspace
 from backtest.retrieve.compact import compact_retrieval
 from backtest.scoring.outputs import Run
+from backtest.studies.release_compare import Difference, changed_files, compare_run_files
 
 COMPACT = "compact-v1"  # RUN.json "compact": the form below (its version, should it change)
 VOLATILE_RUN_KEYS = (
@@ -122,10 +123,13 @@ def scratch_workspace(ws: Workspace) -> Iterator[Workspace]:
 
 @dataclass
 class Replayed:
-    """One committed run replayed: its folder and the files whose bytes changed."""
+    """One committed run replayed: its folder, the files that changed (beyond score noise), what changed in
+    them, and the largest score move within the tolerance."""
 
     run_dir: Path
     changed: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+    max_score_move: float = 0.0
 
 
 def replay(ws: Workspace, write: bool = False, progress: bool = False) -> list[Replayed]:
@@ -146,15 +150,33 @@ def replay(ws: Workspace, write: bool = False, progress: bool = False) -> list[R
             )
             fresh = compact_files(scored.run_dir)
             committed = {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}
-            changed = sorted(n for n in set(fresh) | set(committed) if fresh.get(n) != committed.get(n))
+            replayed = compared(run_dir, committed, fresh)
             if write:
-                for name in changed:
-                    if name in fresh:
-                        atomic_write_bytes(run_dir / name, fresh[name])
-                    else:
-                        (run_dir / name).unlink()
-            results.append(Replayed(run_dir, changed))
+                write_changed(run_dir, replayed.changed, fresh)
+            results.append(replayed)
     return results
+
+
+def compared(run_dir: Path, committed: dict[str, bytes], fresh: dict[str, bytes]) -> Replayed:
+    """A replayed run's files against the committed ones (:func:`~backtest.studies.release_compare.compare_run_files`:
+    what readers and judges are shown exactly, scores within its tolerance)."""
+    comparisons = compare_run_files(committed, fresh)
+    return Replayed(
+        run_dir,
+        changed_files(comparisons),
+        [d for c in comparisons for d in c.differences],
+        max((c.max_score_move for c in comparisons), default=0.0),
+    )
+
+
+def write_changed(run_dir: Path, changed: list[str], fresh: dict[str, bytes]) -> None:
+    """Replace the committed files that changed by the replayed ones; a file whose scores moved only within the
+    tolerance keeps its committed bytes (so ``git diff`` shows real changes only)."""
+    for name in changed:
+        if name in fresh:
+            atomic_write_bytes(run_dir / name, fresh[name])
+        else:
+            (run_dir / name).unlink()
 
 
 __all__ = ["compact_files", "compact_run", "committed_runs", "is_compact", "replay"]

@@ -46,6 +46,7 @@ from backtest.core.errors import BadInput
 from backtest.core.lock import file_lock
 from backtest.core.seal import sha256_file
 from backtest.text.backends import CALIBRATION, RECIPES, embedding_dimension, recipe_hash
+from backtest.text.feed import length_sorted_batches
 
 ONNX_BACKENDS = ("onnx", "onnx-int8", "openvino-int8")
 OPSET = RECIPES["onnx"]["opset"]
@@ -383,10 +384,8 @@ class OnnxEncoder:
         texts = list(sentences)
         if not texts:
             return np.zeros((0, self.get_embedding_dimension() or 0), dtype=np.float32)
-        order = np.argsort([-len(t) for t in texts])  # encode's own length sort
         out: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        batch_size = self._batch_size(batch_size)
-        batches = [order[start : start + batch_size] for start in range(0, len(texts), batch_size)]
+        batches = length_sorted_batches(texts, self._batch_size(batch_size))  # encode's own batches
         with torch.inference_mode():
             features = [self.st.preprocess([texts[i] for i in rows]) for rows in batches]
             tokens = self._forward([{name: f[name].numpy() for name in self.inputs} for f in features])
