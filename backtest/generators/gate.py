@@ -384,8 +384,9 @@ def import_sheet(
 
 def yield_table(decisions: list[GateDecision], candidates: list[Candidate]) -> dict:
     """What the gate read and accepted: by channel (proposed, read, accepted, and the precision of the random
-    draws with its exact interval), by accepted type, and the yield curve (accepted against read, in reading
-    order, overall and by channel)."""
+    draws with its exact interval: unbiased whatever the ranker did; where a channel was read whole, accepted/read
+    is its precision outright), by accepted type, and the yield curve (accepted against read, in reading order,
+    overall, by channel and by type)."""
     proposed: defaultdict[str, int] = defaultdict(int)
     for c in candidates:
         proposed[c.channel] += 1
@@ -412,9 +413,23 @@ def yield_table(decisions: list[GateDecision], candidates: list[Candidate]) -> d
             reasons[d.reason or ""] += 1
     curve = []
     acc = 0
+    ch_read: defaultdict[str, int] = defaultdict(int)
+    ch_acc: defaultdict[str, int] = defaultdict(int)
+    type_acc: defaultdict[str, int] = defaultdict(int)
     for k, d in enumerate(decisions, 1):
         acc += d.decision == "accept"
-        curve.append([k, acc])
+        ch_read[d.channel] += 1
+        if d.decision == "accept":
+            ch_acc[d.channel] += 1
+            type_acc[d.type or ""] += 1
+        curve.append(
+            {
+                "read": k,
+                "accepted": acc,
+                "by_channel": {ch: [ch_read[ch], ch_acc[ch]] for ch in sorted(ch_read)},
+                "by_type": dict(sorted(type_acc.items())),
+            }
+        )
     return {
         "candidates": len(candidates),
         "read": len(decisions),
@@ -451,7 +466,14 @@ def yield_markdown(instance_id: str, table: dict) -> str:
     lines += ["", "| rejected because | n |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in table["rejected_by_reason"].items()]
     curve = table["curve"]
-    steps = [p for p in curve if p[0] % 25 == 0] + ([curve[-1]] if curve and curve[-1][0] % 25 else [])
-    lines += ["", "Yield curve (accepted against read, in reading order):", "", "| read | accepted |", "|---:|---:|"]
-    lines += [f"| {k} | {a} |" for k, a in steps]
+    steps = [p for p in curve if p["read"] % 25 == 0] + ([curve[-1]] if curve and curve[-1]["read"] % 25 else [])
+    channels = list(table["channels"])
+    types = sorted(table["accepted_by_type"])
+    lines += ["", "Yield curve (in reading order; per channel accepted/read, per type accepted):", ""]
+    lines += ["| read | accepted | " + " | ".join(channels + types) + " |"]
+    lines += ["|" + "---:|" * (2 + len(channels) + len(types))]
+    for p in steps:
+        cells = [f"{p['by_channel'].get(ch, [0, 0])[1]}/{p['by_channel'].get(ch, [0, 0])[0]}" for ch in channels]
+        cells += [str(p["by_type"].get(t, 0)) for t in types]
+        lines += [f"| {p['read']} | {p['accepted']} | " + " | ".join(cells) + " |"]
     return "\n".join(lines) + "\n"
