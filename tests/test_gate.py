@@ -170,3 +170,16 @@ def test_reviewed_set_is_a_function_of_corpus_seed_and_decisions(astro_ws, found
         capsys=capsys,
     )
     assert code == 2 and "evidence_graph only" in err
+
+
+def test_generate_review_export_writes_the_next_batch(astro_ws, found, tmp_path, capsys):
+    """``generate evidence_graph --review-export`` is ``gate export``; a second call draws the next batch from what
+    is left, and ``--review-export`` with ``--reviewed`` is a usage error."""
+    gate = tmp_path / "gate"
+    args = ["generate", "evidence_graph", "--instance", "astro-2025", "--review-export", str(gate), "--batch-size", "5"]
+    assert run_cli(args, root=astro_ws.root, capsys=capsys)[0] == 0
+    assert run_cli(args, root=astro_ws.root, capsys=capsys)[0] == 0
+    first, second = (json.loads((gate / b / "decode.json").read_text()) for b in ("batch-001", "batch-002"))
+    assert not {i["candidate_id"] for i in first["items"]} & {i["candidate_id"] for i in second["items"]}
+    code, _, err = run_cli([*args, "--reviewed", str(GATE)], root=astro_ws.root, capsys=capsys)
+    assert code == 2 and "--review-export" in err
