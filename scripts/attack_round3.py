@@ -283,13 +283,13 @@ def batch_files(scratch: Path) -> list[Trial]:
 
 def escaped_key_online(ws, frozen: Path) -> list[Trial]:
     """An endpoint writing the bearer key with JSON escapes inside a valid answer's rationale."""
-    from tests.test_secrets import KEY, _echo_server, echo_judge_config
+    from tests.test_secrets import KEY, KEY_ENV, _echo_server, echo_judge_config
 
     server = _echo_server("200-escaped")
     try:
         config = echo_judge_config(ws, server, "200-escaped")
         code, o, e = cli(
-            ws, "score", str(frozen), "--judge", str(config), "--run-id", "echo-escaped", env={"ECHO_KEY": KEY}
+            ws, "score", str(frozen), "--judge", str(config), "--run-id", "echo-escaped", env={KEY_ENV: KEY}
         )
     finally:
         server.shutdown()

@@ -128,7 +128,7 @@ def priced_config(path: Path, server: str, cache: Path) -> Path:
     prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
     path.write_text(
         f'kind = "llm"\nname = "gemma-priced"\nbase_url = "{server}"\nmodel = "{LLM_MODEL}"\n'
-        f'api_key_env = "BACKTEST_TEST_COST_KEY"\ntemperature = 0.0\nmax_tokens = 200\nseed = 0\n'
+        f'api_key_env = "BACKTEST_TEST_COST_API_KEY"\ntemperature = 0.0\nmax_tokens = 200\nseed = 0\n'
         f'concurrency = 1\ntimeout_s = 300\nmax_retries = 3\nprompt = "{prompt}"\nmax_doc_chars = 300\n'
         f'max_documents = 2\ncache = "{cache}"\n'
         'price = { input_per_mtok = 10000.0, output_per_mtok = 30000.0, currency = "EUR" }\n'
@@ -141,7 +141,7 @@ def priced_config(path: Path, server: str, cache: Path) -> Path:
 @pytest.mark.timeout(2400)
 def test_max_cost_stops_cleanly_then_resumes_and_the_ledger_adds_up(cost_ws, llm_server, tmp_path, capsys, monkeypatch):
     ws, frozen = cost_ws
-    monkeypatch.setenv("BACKTEST_TEST_COST_KEY", API_KEY)
+    monkeypatch.setenv("BACKTEST_TEST_COST_API_KEY", API_KEY)
     cfg = priced_config(tmp_path / "gemma-priced.toml", llm_server, tmp_path / "cache.sqlite")
 
     code, out, err = run_cli(["score", frozen, "--judge", cfg, "--dry-run", "--json"], root=ws.root, capsys=capsys)

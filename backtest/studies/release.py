@@ -12,10 +12,12 @@ complete run, in place, into its **compact form**, the files a benchmark release
 * the reports (``report.md``, ``report.html``) are removed: they are redrawn from the rest.
 
 :func:`replay` re-scores every compact run of a workspace from its frozen set, with the judge its
-``RUN.json`` names, in a scratch workspace that shares the corpora, manifests, judges and caches and copies
-the frozen sets (so nothing under ``results/`` is touched while it runs), compacts the new run the same way and
-compares the files byte for byte: with ``write=True`` the committed files are replaced by the replayed ones
-(``make replay`` then runs ``git diff --exit-code results/``), else the differences are only reported.
+``RUN.json`` names (:func:`replay_judge`: only the very judge the run was judged with, and one that calls no
+endpoint unless ``allow_endpoint``; every run's judge is checked before any is used), in a scratch workspace
+that shares the corpora, manifests, judges and caches and copies the frozen sets (so nothing under
+``results/`` is touched while it runs), compacts the new run the same way and compares the files byte for
+byte: with ``write=True`` the committed files are replaced by the replayed ones (``make replay`` then runs
+``git diff --exit-code results/``), else the differences are only reported.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backtest.core.errors import BadInput
+from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl
 from backtest.core.records import Retrieval, output_dict, parse_record, read_output
 from backtest.core.workspace import Workspace
+from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import compact_retrieval
 from backtest.scoring.outputs import Run
 
@@ -128,21 +131,46 @@ class Replayed:
     changed: list[str] = field(default_factory=list)
 
 
-def replay(ws: Workspace, write: bool = False, progress: bool = False) -> list[Replayed]:
-    """Re-score every compact run of ``ws`` from scratch and compare (module docstring)."""
+def replay_judge(run: Run, run_dir: Path, ws: Workspace, allow_endpoint: bool = False) -> Judge:
+    """The judge a committed run's ``RUN.json`` names (``judge.spec``), made in ``ws`` but not yet used.
+
+    ``RUN.json`` is data any pull request can edit, so the judge it names is refused (one line) unless it calls
+    no endpoint (an LLM judge would send every question, and its key, wherever its config points), or
+    ``allow_endpoint`` says to call it; and unless it is the judge the run was judged with: its config sha256
+    (the offline judge's: its weights' and model's) must be the run's ``judge.config_sha256``."""
+    from backtest.judge import get_judge
+
+    spec = run.judge.get("spec")
+    if not spec:
+        raise BadInput(f"{run_dir}/RUN.json: names no judge (judge.spec); it cannot be replayed")
+    judge = get_judge(str(spec), ws)
+    if judge.calls_endpoint and not allow_endpoint:
+        raise BadInput(
+            f"{run_dir}/RUN.json: its judge {spec} calls an endpoint; a replay calls none unless told to "
+            "(--allow-endpoint), since a committed RUN.json can name any judge config"
+        )
+    recorded, now = run.judge.get("config_sha256"), judge.info().config_sha256
+    if recorded != now:
+        raise CheckFailed(
+            f"{run_dir}/RUN.json: its judge {spec} is not the one the run was judged with (config sha256 "
+            f"{str(now)[:12]}…, the run's {str(recorded)[:12]}…); a replay reproduces a run with its own judge"
+        )
+    return judge
+
+
+def replay(ws: Workspace, write: bool = False, progress: bool = False, allow_endpoint: bool = False) -> list[Replayed]:
+    """Re-score every compact run of ``ws`` from scratch and compare (module docstring); every run's judge is
+    checked (:func:`replay_judge`) before the first is scored."""
     from backtest.scoring.score import score_frozen
 
     results = []
     runs = committed_runs(ws)
     with scratch_workspace(ws) as scratch:
-        for run_dir in runs:
-            run = read_output(Run, run_dir / "RUN.json")
+        metas = [read_output(Run, run_dir / "RUN.json") for run_dir in runs]
+        judges = [replay_judge(run, run_dir, scratch, allow_endpoint) for run, run_dir in zip(metas, runs)]
+        for run_dir, run, judge in zip(runs, metas, judges):
             scored = score_frozen(
-                scratch.root / run.frozen_path,
-                scratch,
-                judge_spec=run.judge.get("spec"),
-                run_id=run.run_id,
-                progress=progress,
+                scratch.root / run.frozen_path, scratch, judge=judge, run_id=run.run_id, progress=progress
             )
             fresh = compact_files(scored.run_dir)
             committed = {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}
@@ -157,4 +185,4 @@ def replay(ws: Workspace, write: bool = False, progress: bool = False) -> list[R
     return results
 
 
-__all__ = ["compact_files", "compact_run", "committed_runs", "is_compact", "replay"]
+__all__ = ["compact_files", "compact_run", "committed_runs", "is_compact", "replay", "replay_judge"]
