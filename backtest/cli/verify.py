@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -67,7 +68,8 @@ def _verify_json(path: Path, ws: Workspace) -> tuple[str, list[str]]:
     "--expect-head",
     default=None,
     metavar="HASH",
-    help="With the ledger: fail unless the chain still holds the published head HASH (a rewritten chain would not).",
+    help="With the ledger: fail unless the chain still holds the published head HASH, a sha256 (64 hex digits; a "
+    "rewritten chain would not hold it).",
 )
 @json_option
 @click.pass_context
@@ -77,6 +79,8 @@ def verify(ctx, path, show_head, expect_head, as_json):
     Exit 1 with one line per failure."""
     from backtest.submit.ledger import read_ledger
 
+    if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", expect_head.strip()):
+        raise BadInput(f"--expect-head {expect_head!r}: not a sha256 (64 hex digits, as `verify frozen --head` prints)")
     ws = workspace(ctx)
     what, problems = _verify_target(path, ws)
     head = None
