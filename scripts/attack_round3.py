@@ -169,7 +169,7 @@ def cost_caps(ws, frozen: Path, rng: random.Random) -> list[Trial]:
     from tests.stub_llm import stub_judge_config, usage_stub
 
     out = []
-    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md"
     price = 'price = { input_per_mtok = 1.44, output_per_mtok = 4.0, currency = "USD" }\n'
     for tokens in (1000, 5000, 40000):
         for bad_first in (False, True):
@@ -461,7 +461,7 @@ def ray_faults(ws, frozen: Path, scratch: Path) -> list[Trial]:
     try:
         server = usage_stub(5000, delay_s=1.0)
         config = ws.judges / "ray-stub.toml"
-        stub_judge_config(config, server, "ray-stub", REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md")
+        stub_judge_config(config, server, "ray-stub", REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md")
         killer = WorkerKiller()
         killer.start()
         try:

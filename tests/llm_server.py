@@ -173,7 +173,7 @@ def llm_server(tmp_path_factory):
 
 
 KEY_ENV = "BACKTEST_TEST_LLM_API_KEY"  # the variable the test configs name for their (fake) API key
-COMPACT_PROMPT = Path(__file__).resolve().parents[1] / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+COMPACT_PROMPT = Path(__file__).resolve().parents[1] / "judges" / "prompts" / "outcome-premise-compact-v2.md"
 
 
 def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:

@@ -12,7 +12,7 @@ import pytest
 
 from backtest.core.records import check_safe_name
 
-PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v2.md"
 
 
 @pytest.mark.parametrize("name", ["nlsys\n", "ok\n", "a\r", "a\nb", "..x", "/abs", "", "v1\n"])

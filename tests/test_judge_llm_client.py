@@ -155,7 +155,7 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
         client(ep.url, tmp_path, max_retries=2).chat(MSG, schema=SCHEMA)
     assert info.value.usage == {"prompt_tokens": 22, "completion_tokens": 10}
 
-    prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v1.md"
+    prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v2.md"
     cfg = tmp_path / "j.toml"
     cfg.write_text(
         f'kind = "llm"\nname = "scripted"\nbase_url = "{ep.url}"\nmodel = "m"\napi_key_env = "BACKTEST_TEST_API_KEY"\n'

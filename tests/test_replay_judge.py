@@ -21,7 +21,7 @@ from tests.conftest import REPO, run_cli
 from tests.stub_llm import stub_judge_config, usage_stub
 
 RUN = REPO / "results" / "space-2016" / "random_claims" / "offline-b589c41cf9ca"
-PROMPT = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+PROMPT = REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md"
 TOKEN = "do-not-send-this-token"
 
 

@@ -23,7 +23,7 @@ from .stub_llm import send_json
 
 KEY = "sk-test-SECRET123-do-not-write"
 KEY_ENV = "BACKTEST_ECHO_API_KEY"  # the variable the echo judge reads its key from
-PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v2.md"
 INSTANCE = "astro-2025-ep"
 
 
