@@ -150,9 +150,10 @@ def test_registry_and_config_errors(tmp_path):
 
 
 def test_llm_judge_identity_and_prompt_rendering(tmp_path):
-    from backtest.core.records import Question, RetrievedDocument
+    from backtest.core.records import RetrievedDocument
     from backtest.core.seal import sha256_file
     from backtest.core.workspace import Workspace
+    from tests.submission_helpers import question_record
 
     cfg = tmp_path / "j.toml"
     cfg.write_text(
@@ -166,18 +167,7 @@ def test_llm_judge_identity_and_prompt_rendering(tmp_path):
         and info.prompt_sha256 == sha256_file(REPO_PROMPT)
         and info.config_sha256 == sha256_file(cfg)
     )
-    q = Question(
-        question_id="q1",
-        question="Is WASP-39 b's SO2 photochemical?",
-        domain="astro",
-        cutoff_date="2025-10-31",
-        generated_at="2025-10-31",
-        generation_system="s",
-        source_evidence_ids=["2501.00001"],
-        rank=1,
-        frozen=True,
-        premise="SO2 is photochemical",
-    )
+    q = question_record("Is WASP-39 b's SO2 photochemical?", premise="SO2 is photochemical")
     docs = [
         RetrievedDocument(
             rank=1,

@@ -145,9 +145,10 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
     """A call that fails after answers that came back unusable still spent their tokens: LLMError.usage has them,
     and an LLM judge's failed judgment records them (found on a clean-clone CI run: a truncated answer four times,
     and the judgment said 0 tokens)."""
-    from backtest.core.records import Question, RetrievedDocument
+    from backtest.core.records import RetrievedDocument
     from backtest.core.workspace import Workspace
     from backtest.judge import get_judge
+    from tests.submission_helpers import question_record
 
     monkeypatch.setenv("BACKTEST_TEST_API_KEY", KEY)
     ep = endpoint(["badjson", (503, {}), "badjson"])
@@ -164,17 +165,7 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
     )
     ep.script[:] = ["badjson", "badjson"]
     judge = get_judge(str(cfg), Workspace(tmp_path))
-    q = Question(
-        question_id="q1",
-        question="Is WASP-39 b's SO2 photochemical?",
-        domain="astro",
-        cutoff_date="2025-10-31",
-        generated_at="2025-10-31",
-        generation_system="s",
-        source_evidence_ids=["2501.00001"],
-        rank=1,
-        frozen=True,
-    )
+    q = question_record("Is WASP-39 b's SO2 photochemical?")
     doc = RetrievedDocument(
         rank=1, id="2511.00001", score=0.9, published="2025-11-05", title="SO2", abstract="We detect SO2."
     )
