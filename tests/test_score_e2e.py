@@ -117,6 +117,7 @@ RUN_FILE_MODELS = {
     "judgments.jsonl": "judgment",
     "retrieval.jsonl": "retrieval",
     "contamination.json": "contamination",  # the contamination probe (backtest.validity.contamination)
+    "SEAL.json": "run-seal",  # the finished run's seal (backtest.scoring.runseal)
 }
 RENDERINGS = {"report.md", "report.html"}
 

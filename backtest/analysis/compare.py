@@ -46,6 +46,7 @@ from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
 from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import JUDGE_ONLY_NOTE, compute_metrics
 from backtest.scoring.outputs import Metrics, Run
+from backtest.scoring.runseal import check_seal
 
 TESTED = (("coverage", "coverage"), ("answered_rate", "answered"), ("premise_refutation_rate", "premise refutation"))
 PROPORTION_ROWS = (
@@ -75,6 +76,7 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     folder = Path(run_dir)
     if not (folder / "RUN.json").is_file():
         raise BadInput(f"{folder}: not a run folder (no RUN.json)")
+    check_seal(folder)
     run = read_output(Run, folder / "RUN.json")
     if (folder / "metrics.json").is_file():
         metrics = read_output(Metrics, folder / "metrics.json")

@@ -9,7 +9,8 @@ complete run, in place, into its **compact form**, the files a benchmark release
 * ``retrieval.jsonl`` with each document reduced to its id, rank, score and date, plus ``shown_sha256``, the
   sha256 of the title and abstract exactly as the judge was shown them: the text itself is re-materialised
   from the sealed future corpus (:func:`backtest.retrieve.compact.rematerialise`), checked against that hash;
-* the reports (``report.md``, ``report.html``) are removed: they are redrawn from the rest.
+* the reports (``report.md``, ``report.html``) are removed: they are redrawn from the rest;
+* ``SEAL.json`` (:mod:`backtest.scoring.runseal`) holds the sha256 of the compact files, made again.
 
 :func:`replay` re-scores every compact run of a workspace from its frozen set, with the judge its
 ``RUN.json`` names (:func:`replay_judge`: only the very judge the run was judged with, and one that calls no
@@ -38,6 +39,7 @@ from backtest.core.workspace import Workspace
 from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import compact_retrieval
 from backtest.scoring.outputs import Run
+from backtest.scoring.runseal import SEAL_FILE, SEALED, seal_bytes
 
 COMPACT = "compact-v1"  # RUN.json "compact": the form below (its version, should it change)
 VOLATILE_RUN_KEYS = (
@@ -47,7 +49,7 @@ VOLATILE_RUN_KEYS = (
     "judged_last_invocation",
     "backtest_version",
 )
-KEPT = ("RUN.json", "judgments.jsonl", "metrics.json", "retrieval.jsonl", "contamination.json")
+KEPT = ("RUN.json", "judgments.jsonl", "metrics.json", "retrieval.jsonl", "contamination.json", SEAL_FILE)
 SHARED_FOLDERS = ("corpora", "manifests", "judges", ".cache")
 
 
@@ -59,8 +61,9 @@ def compact_files(run_dir: Path) -> dict[str, bytes]:
     """The compact form of a complete run folder (module docstring), as file name -> bytes."""
     run_dir = Path(run_dir)
     run = read_output(Run, run_dir / "RUN.json")
-    if is_compact(run):
-        return {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}
+    if is_compact(run):  # as they are, sealed again (a run compacted before seals gains its SEAL.json)
+        files = {name: (run_dir / name).read_bytes() for name in SEALED if (run_dir / name).is_file()}
+        return {**files, SEAL_FILE: seal_bytes(run.run_id, files)}
     if run.status != "complete":
         raise BadInput(f"{run_dir}: not a complete run (status {run.status!r}); score it to the end first")
     slim = {k: v for k, v in output_dict(run).items() if k not in VOLATILE_RUN_KEYS}
@@ -79,6 +82,7 @@ def compact_files(run_dir: Path) -> dict[str, bytes]:
     }
     if (run_dir / "contamination.json").is_file():  # the probe's per-question terms (absent where it could not run)
         files["contamination.json"] = (run_dir / "contamination.json").read_bytes()
+    files[SEAL_FILE] = seal_bytes(run.run_id, files)  # the compact files' own hashes
     return files
 
 
