@@ -164,11 +164,13 @@ bench: instances  ## benchmarks; results in bench/results/*.json
 
 # Each committed instance is checked against the root published for it (prospective/README.md's publish line)
 # and against frozen/LEDGER.jsonl: a folder rewritten and wholly re-sealed verifies against itself, not these.
-verify-prospective:  ## check every committed prospective instance (SHA256SUMS, published Merkle root, commitment, ledger)
+verify-prospective:  ## check every committed prospective instance (SHA256SUMS, published Merkle root and day, commitment, ledger)
 	@for d in prospective/*/; do id=$$(basename $$d); \
-	  root=$$(sed -n "s/.*backtest prospective $$id: sha256 merkle root \([0-9a-f]\{64\}\).*/\1/p" prospective/README.md | head -1); \
-	  test -n "$$root" || { echo "prospective/README.md publishes no root for $$id"; exit 1; }; \
-	  $(BACKTEST) prospective verify $$d --expect-root $$root --ledger frozen/LEDGER.jsonl || exit 1; done
+	  line=$$(grep -m1 "backtest prospective $$id: sha256 merkle root " prospective/README.md); \
+	  root=$$(echo "$$line" | sed -n "s/.*sha256 merkle root \([0-9a-f]\{64\}\).*/\1/p"); \
+	  day=$$(echo "$$line" | sed -n "s/.* committed \([0-9]\{4\}-[0-9]\{2\}-[0-9]\{2\}\).*/\1/p"); \
+	  test -n "$$root" && test -n "$$day" || { echo "prospective/README.md publishes no root and day for $$id"; exit 1; }; \
+	  $(BACKTEST) prospective verify $$d --expect-root $$root --expect-committed $$day --ledger frozen/LEDGER.jsonl || exit 1; done
 
 # The suite's store of vectors and indexes (tests/conftest.py), which the replay reuses: a CI run (make test,
 # then make replay) embeds no record twice. Vectors and indexes are keyed by content, so sharing changes no result.

@@ -169,7 +169,7 @@ def cost_caps(ws, frozen: Path, rng: random.Random) -> list[Trial]:
     from tests.stub_llm import stub_judge_config, usage_stub
 
     out = []
-    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md"
     price = 'price = { input_per_mtok = 1.44, output_per_mtok = 4.0, currency = "USD" }\n'
     for tokens in (1000, 5000, 40000):
         for bad_first in (False, True):
@@ -283,13 +283,13 @@ def batch_files(scratch: Path) -> list[Trial]:
 
 def escaped_key_online(ws, frozen: Path) -> list[Trial]:
     """An endpoint writing the bearer key with JSON escapes inside a valid answer's rationale."""
-    from tests.test_secrets import KEY, _echo_server, echo_judge_config
+    from tests.test_secrets import KEY, KEY_ENV, _echo_server, echo_judge_config
 
     server = _echo_server("200-escaped")
     try:
         config = echo_judge_config(ws, server, "200-escaped")
         code, o, e = cli(
-            ws, "score", str(frozen), "--judge", str(config), "--run-id", "echo-escaped", env={"ECHO_KEY": KEY}
+            ws, "score", str(frozen), "--judge", str(config), "--run-id", "echo-escaped", env={KEY_ENV: KEY}
         )
     finally:
         server.shutdown()
@@ -461,7 +461,7 @@ def ray_faults(ws, frozen: Path, scratch: Path) -> list[Trial]:
     try:
         server = usage_stub(5000, delay_s=1.0)
         config = ws.judges / "ray-stub.toml"
-        stub_judge_config(config, server, "ray-stub", REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md")
+        stub_judge_config(config, server, "ray-stub", REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md")
         killer = WorkerKiller()
         killer.start()
         try:

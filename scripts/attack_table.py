@@ -52,7 +52,7 @@ from backtest.submit.freeze import freeze_once, verify_ledger_and_sets  # noqa: 
 from backtest.submit.ledger import entry_hash  # noqa: E402
 from tests.conftest import build_astro  # noqa: E402
 from tests.fuzz_helpers import flip_trials, mutate  # noqa: E402
-from tests.test_secrets import KEY, _echo_server, echo_judge_config  # noqa: E402
+from tests.test_secrets import KEY, KEY_ENV, _echo_server, echo_judge_config  # noqa: E402
 
 INSTANCE = "astro-2025-ep"
 Trial = dict[str, Any]
@@ -454,11 +454,11 @@ def judge_attacks(ws: Workspace, frozen: Path, scratch: Path) -> list[Trial]:
         try:
             config = echo_judge_config(ws, server, mode)
             code, o, e = cli(
-                ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}", env={"ECHO_KEY": KEY}
+                ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}", env={KEY_ENV: KEY}
             )
             # every judgment failed: exit 1, incomplete, and a rerun retries them (they fail again, and it says so)
             code2, o2, e2 = cli(
-                ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}", env={"ECHO_KEY": KEY}
+                ws, "score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}", env={KEY_ENV: KEY}
             )
         finally:
             server.shutdown()

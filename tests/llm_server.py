@@ -172,8 +172,8 @@ def llm_server(tmp_path_factory):
         stop_llama_server(proc)
 
 
-KEY_ENV = "BACKTEST_TEST_LLM_KEY"  # the variable the test configs name for their (fake) API key
-COMPACT_PROMPT = Path(__file__).resolve().parents[1] / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+KEY_ENV = "BACKTEST_TEST_LLM_API_KEY"  # the variable the test configs name for their (fake) API key
+COMPACT_PROMPT = Path(__file__).resolve().parents[1] / "judges" / "prompts" / "outcome-premise-compact-v2.md"
 
 
 def judge_config(path: Path, base_url: str, cache: Path, **extra) -> Path:

@@ -16,9 +16,13 @@ ANSWER = {"outcome": "not_addressed", "premise_status": "still_plausible", "evid
 
 
 class StubServer(ThreadingHTTPServer):
-    """The running stub: ``url`` to put in a judge config, ``requests`` answered so far; ``shutdown()`` it."""
+    """The running stub: ``url`` to put in a judge config, ``requests`` answered so far (any method, any path),
+    ``bodies`` the JSON body of each chat request and ``keys`` its Authorization header (or None); ``shutdown()``
+    it."""
 
     requests = 0
+    bodies: list[dict] = []
+    keys: list[str | None] = []
 
     @property
     def url(self) -> str:
@@ -34,12 +38,19 @@ def usage_stub(
     lock = threading.Lock()
 
     class Stub(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - counted, so a test can say that nothing at all reached the stub
+            with lock:
+                server.requests += 1
+            send_json(self, 404, "{}")
+
         def do_POST(self):  # noqa: N802 - http.server's naming
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with lock:
                 first = raw not in seen
                 seen.add(raw)
                 server.requests += 1
+                server.bodies.append(json.loads(raw or b"{}"))
+                server.keys.append(self.headers.get("Authorization"))
             time.sleep(delay_s)
             content = "not json" if bad_first and first else json.dumps(ANSWER)
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
@@ -50,6 +61,7 @@ def usage_stub(
             pass
 
     server = StubServer(("127.0.0.1", 0), Stub)
+    server.bodies, server.keys = [], []
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -1,5 +1,6 @@
 """Helpers shared by the freeze tests: a writable workspace over the built astro-2025
-instance, hand-made submissions from real past records, and a snapshot of ``frozen/``."""
+instance, hand-made submissions from real past records, and a snapshot of ``frozen/``; one frozen
+question record for the judge tests."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import random
 import shutil
 from pathlib import Path
 
+from backtest.core.records import Question
 from backtest.core.workspace import Workspace
 from backtest.corpus.instance import load_instance, open_past_corpus
 
@@ -17,6 +19,22 @@ TEMPLATES = (
     "Will follow-up observations confirm the central claim of '{t}'?",
     "Can the tension raised by '{t}' be resolved by improved models?",
 )
+
+
+def question_record(text: str, premise: str | None = None) -> Question:
+    """One frozen astro-2025 question (id q1, cutoff 2025-10-31, one past evidence id) asking ``text``."""
+    return Question(
+        question_id="q1",
+        question=text,
+        domain="astro",
+        cutoff_date="2025-10-31",
+        generated_at="2025-10-31",
+        generation_system="s",
+        source_evidence_ids=["2501.00001"],
+        rank=1,
+        frozen=True,
+        premise=premise,
+    )
 
 
 def writable_ws(source: Workspace, dest: Path) -> Workspace:

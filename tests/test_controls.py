@@ -226,7 +226,7 @@ def test_rerun_control_agrees_fully_for_the_deterministic_judge(term_run, cli):
 
 def test_prompt_control_needs_an_llm_judge(term_run, cli):
     ws, run_dir = term_run
-    prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-reworded-v1.md"
+    prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-reworded-v2.md"
     code, _, err = cli(["control", "prompt", str(run_dir), "--prompt", str(prompt)], root=ws.root)
     assert code == 2 and "needs an llm judge" in err
     code, _, err = cli(["control", "mismatch", str(run_dir.parent / "nope")], root=ws.root)
@@ -241,12 +241,12 @@ def test_prompt_control_swaps_only_the_prompt_of_the_llm_judge(term_run, cli):
     ws.judges.mkdir(exist_ok=True)
     (ws.judges / "closed-llm.toml").write_text(
         'kind = "llm"\nname = "closed-llm"\nbase_url = "http://127.0.0.1:9"\nmodel = "none"\napi_key_env = ""\n'
-        f'max_retries = 0\ntimeout_s = 5\nprompt = "{(repo / "judges/prompts/outcome-premise-v1.md").as_posix()}"\n'
+        f'max_retries = 0\ntimeout_s = 5\nprompt = "{(repo / "judges/prompts/outcome-premise-v2.md").as_posix()}"\n'
     )
     run_dir = build_run(
         ws, ws.root.parent / "submission-llm", INSTANCE, n=3, judge_spec="closed-llm", system="hand_llmctl_x"
     )
-    reworded = repo / "judges" / "prompts" / "outcome-premise-reworded-v1.md"
+    reworded = repo / "judges" / "prompts" / "outcome-premise-reworded-v2.md"
     code, text, err = cli(["control", "prompt", str(run_dir), "--prompt", str(reworded), "--json"], root=ws.root)
     assert code == 0, err
     result = json.loads(text)
@@ -254,13 +254,13 @@ def test_prompt_control_swaps_only_the_prompt_of_the_llm_judge(term_run, cli):
 
     assert result["prompt_sha256"] == sha256_file(reworded) != result["original_prompt_sha256"]
     out = Path(result["out"])
-    assert out.name == f"{run_dir.name}-control-prompt-outcome-premise-reworded-v1"
+    assert out.name == f"{run_dir.name}-control-prompt-outcome-premise-reworded-v2"
     relabelled = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
     assert len(relabelled) == 3 and {j["judge"]["prompt_sha256"] for j in relabelled} == {sha256_file(reworded)}
-    assert {j["judge"]["name"] for j in relabelled} == {"closed-llm+outcome-premise-reworded-v1"}
+    assert {j["judge"]["name"] for j in relabelled} == {"closed-llm+outcome-premise-reworded-v2"}
     assert result["agreement"]["n"] == 3
     code, _, err = cli(
-        ["control", "prompt", str(run_dir), "--prompt", str(repo / "judges/prompts/outcome-premise-v1.md")],
+        ["control", "prompt", str(run_dir), "--prompt", str(repo / "judges/prompts/outcome-premise-v2.md")],
         root=ws.root,
     )
     assert code == 2 and "the prompt the run was judged with" in err

@@ -125,10 +125,10 @@ def test_max_cost_needs_a_price_and_dry_run_refuses_a_budget(cost_ws, capsys):
 
 def priced_config(path: Path, server: str, cache: Path) -> Path:
     """A compact Gemma judge config with a made-up price (so a few calls cost whole cents)."""
-    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md"
     path.write_text(
         f'kind = "llm"\nname = "gemma-priced"\nbase_url = "{server}"\nmodel = "{LLM_MODEL}"\n'
-        f'api_key_env = "BACKTEST_TEST_COST_KEY"\ntemperature = 0.0\nmax_tokens = 200\nseed = 0\n'
+        f'api_key_env = "BACKTEST_TEST_COST_API_KEY"\ntemperature = 0.0\nmax_tokens = 200\nseed = 0\n'
         f'concurrency = 1\ntimeout_s = 300\nmax_retries = 3\nprompt = "{prompt}"\nmax_doc_chars = 300\n'
         f'max_documents = 2\ncache = "{cache}"\n'
         'price = { input_per_mtok = 10000.0, output_per_mtok = 30000.0, currency = "EUR" }\n'
@@ -141,7 +141,7 @@ def priced_config(path: Path, server: str, cache: Path) -> Path:
 @pytest.mark.timeout(2400)
 def test_max_cost_stops_cleanly_then_resumes_and_the_ledger_adds_up(cost_ws, llm_server, tmp_path, capsys, monkeypatch):
     ws, frozen = cost_ws
-    monkeypatch.setenv("BACKTEST_TEST_COST_KEY", API_KEY)
+    monkeypatch.setenv("BACKTEST_TEST_COST_API_KEY", API_KEY)
     cfg = priced_config(tmp_path / "gemma-priced.toml", llm_server, tmp_path / "cache.sqlite")
 
     code, out, err = run_cli(["score", frozen, "--judge", cfg, "--dry-run", "--json"], root=ws.root, capsys=capsys)
@@ -207,7 +207,7 @@ def test_max_cost_stops_cleanly_then_resumes_and_the_ledger_adds_up(cost_ws, llm
 def _stub_config(ws: Workspace, server, name: str) -> Path:
     """An LLM judge on the stub: default document settings (a prompt of several thousand bytes), 1 retry."""
     config = ws.judges / f"{name}.toml"
-    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+    prompt = REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md"
     price = 'price = { input_per_mtok = 1.44, output_per_mtok = 4.0, currency = "USD" }\n'
     stub_judge_config(config, server, name, prompt, price)
     return config

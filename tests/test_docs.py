@@ -83,3 +83,22 @@ def test_the_committed_tables_follow_from_the_committed_labels() -> None:
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert docs.fill_grounded_blocks(text) == text, f"{page}: run `make docs` (or scripts/gen_docs.py)"
+
+
+def test_every_docs_page_a_committed_file_names_exists() -> None:
+    """Issue 39, item 13: results/README.md sent readers to docs/statistics.md, which does not exist. Every
+    ``docs/NAME.md`` a committed Markdown file or module names must be a page (the generated reference aside)."""
+    import re
+
+    named = re.compile(r"docs/([A-Za-z0-9_/-]+\.md)")
+    files = [p for p in REPO.glob("*.md")] + [
+        p for d in ("docs", "results", "judges", "prospective") for p in (REPO / d).rglob("*.md")
+    ]
+    files += list((REPO / "backtest").rglob("*.py"))
+    missing = sorted(
+        f"{p.relative_to(REPO)}: docs/{m}"
+        for p in files
+        for m in named.findall(p.read_text(encoding="utf-8"))
+        if not m.startswith("reference/") and not (REPO / "docs" / m).is_file()
+    )
+    assert missing == []

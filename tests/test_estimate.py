@@ -233,6 +233,7 @@ def test_a_damaged_committed_text_is_refused(capsys, copied_ws):
     rows = [row for _, row in iter_jsonl(run / "retrieval.jsonl")]
     rows[3]["documents"][2]["shown_sha256"] = "0" * 64
     (run / "retrieval.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    (run / "SEAL.json").unlink()  # the run's seal would refuse it first: the text's own hash is what is tested
     code, _, err = run_cli(
         ["annotate", "export", run, "--per-run", "50", "--out", copied_ws / "ann"], root=copied_ws, capsys=capsys
     )

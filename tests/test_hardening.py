@@ -12,7 +12,7 @@ import pytest
 
 from backtest.core.records import check_safe_name
 
-PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v2.md"
 
 
 @pytest.mark.parametrize("name", ["nlsys\n", "ok\n", "a\r", "a\nb", "..x", "/abs", "", "v1\n"])
@@ -217,6 +217,16 @@ def test_ledger_head_is_printed_and_checked(astro_ep_ws, copy_ws, cli):
     code, out, err = cli(["verify", str(ws.frozen), "--expect-head", head], root=ws.root)
     assert code == 1 and "not in the chain" in err
     assert first.is_dir()
+
+
+@pytest.mark.parametrize("head", ["zzzz", "0" * 63, "g" * 64, ""])
+def test_expect_head_that_is_no_sha256_is_bad_input(head, capsys):
+    """Issue 39, item 13: ``--expect-head zzzz`` said "history rewritten?" (exit 1), as if the chain were at
+    fault; a value that is no sha256 is a usage error (exit 2) said before anything is verified."""
+    from tests.conftest import REPO, run_cli
+
+    code, _, err = run_cli(["verify", REPO / "frozen", "--expect-head", head], root=REPO, capsys=capsys)
+    assert code == 2 and "not a sha256" in err and len(err.splitlines()) == 1
 
 
 def test_symlinked_set_and_foreign_workspace_do_not_verify(astro_ep_ws, copy_ws, cli, tmp_path):

@@ -13,7 +13,7 @@ from backtest.judge.constraints import check_answer, failed_judgment, retry_mess
 from backtest.judge.protocol import answer_schema
 
 SHOWN = ["2511.00001", "2512.00002", "2601.00003"]
-REPO_PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v1.md"
+REPO_PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v2.md"
 INFO = JudgeInfo(name="t", model="m", protocol="p", prompt_sha256="a" * 64, config_sha256="b" * 64)
 
 
@@ -150,9 +150,10 @@ def test_registry_and_config_errors(tmp_path):
 
 
 def test_llm_judge_identity_and_prompt_rendering(tmp_path):
-    from backtest.core.records import Question, RetrievedDocument
+    from backtest.core.records import RetrievedDocument
     from backtest.core.seal import sha256_file
     from backtest.core.workspace import Workspace
+    from tests.submission_helpers import question_record
 
     cfg = tmp_path / "j.toml"
     cfg.write_text(
@@ -166,18 +167,7 @@ def test_llm_judge_identity_and_prompt_rendering(tmp_path):
         and info.prompt_sha256 == sha256_file(REPO_PROMPT)
         and info.config_sha256 == sha256_file(cfg)
     )
-    q = Question(
-        question_id="q1",
-        question="Is WASP-39 b's SO2 photochemical?",
-        domain="astro",
-        cutoff_date="2025-10-31",
-        generated_at="2025-10-31",
-        generation_system="s",
-        source_evidence_ids=["2501.00001"],
-        rank=1,
-        frozen=True,
-        premise="SO2 is photochemical",
-    )
+    q = question_record("Is WASP-39 b's SO2 photochemical?", premise="SO2 is photochemical")
     docs = [
         RetrievedDocument(
             rank=1,
@@ -192,6 +182,7 @@ def test_llm_judge_identity_and_prompt_rendering(tmp_path):
     assert system["role"] == "system" and "2025-10-31" in system["content"] and "{{" not in system["content"]
     assert (
         "[2511.00001] (2025-11-05) SO2 in WASP-39 b" in user["content"]
-        and "Premise: SO2 is photochemical" in user["content"]
+        and 'question: "Is WASP-39 b\'s SO2 photochemical?"' in user["content"]
+        and 'premise: "SO2 is photochemical"' in user["content"]
     )
     assert "…" in user["content"] and "model it." not in user["content"]  # abstract cut to max_doc_chars

@@ -96,7 +96,7 @@ def endpoint():
 
 
 def client(url, tmp_path, sleeps=None, **kw) -> LLMClient:
-    settings = LLMSettings(base_url=url, model="m", api_key_env="BT_TEST_KEY", backoff_s=0.5, **kw)
+    settings = LLMSettings(base_url=url, model="m", api_key_env="BACKTEST_TEST_API_KEY", backoff_s=0.5, **kw)
     return LLMClient(
         settings,
         cache_path=tmp_path / "cache.sqlite",
@@ -109,7 +109,7 @@ SCHEMA = {"type": "object"}
 
 
 def test_retries_500_429_and_invalid_json_then_caches(endpoint, tmp_path, monkeypatch):
-    monkeypatch.setenv("BT_TEST_KEY", KEY)
+    monkeypatch.setenv("BACKTEST_TEST_API_KEY", KEY)
     ep = endpoint([(500, {}), (429, {"Retry-After": "7"}), "badjson", "ok"])
     sleeps: list[float] = []
     c = client(ep.url, tmp_path, sleeps)
@@ -132,7 +132,7 @@ def test_retries_500_429_and_invalid_json_then_caches(endpoint, tmp_path, monkey
 
 
 def test_gives_up_after_max_retries_and_does_not_cache(endpoint, tmp_path, monkeypatch):
-    monkeypatch.setenv("BT_TEST_KEY", KEY)
+    monkeypatch.setenv("BACKTEST_TEST_API_KEY", KEY)
     ep = endpoint([(503, {})] * 3)
     c = client(ep.url, tmp_path, max_retries=2)
     with pytest.raises(LLMError, match="after 3 attempt"):
@@ -145,36 +145,27 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
     """A call that fails after answers that came back unusable still spent their tokens: LLMError.usage has them,
     and an LLM judge's failed judgment records them (found on a clean-clone CI run: a truncated answer four times,
     and the judgment said 0 tokens)."""
-    from backtest.core.records import Question, RetrievedDocument
+    from backtest.core.records import RetrievedDocument
     from backtest.core.workspace import Workspace
     from backtest.judge import get_judge
+    from tests.submission_helpers import question_record
 
-    monkeypatch.setenv("BT_TEST_KEY", KEY)
+    monkeypatch.setenv("BACKTEST_TEST_API_KEY", KEY)
     ep = endpoint(["badjson", (503, {}), "badjson"])
     with pytest.raises(LLMError) as info:
         client(ep.url, tmp_path, max_retries=2).chat(MSG, schema=SCHEMA)
     assert info.value.usage == {"prompt_tokens": 22, "completion_tokens": 10}
 
-    prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v1.md"
+    prompt = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-v2.md"
     cfg = tmp_path / "j.toml"
     cfg.write_text(
-        f'kind = "llm"\nname = "scripted"\nbase_url = "{ep.url}"\nmodel = "m"\napi_key_env = "BT_TEST_KEY"\n'
+        f'kind = "llm"\nname = "scripted"\nbase_url = "{ep.url}"\nmodel = "m"\napi_key_env = "BACKTEST_TEST_API_KEY"\n'
         f'prompt = "{prompt.as_posix()}"\nmax_retries = 1\nbackoff_s = 0.0\n'
         f'cache = "{(tmp_path / "j.sqlite").as_posix()}"\n'
     )
     ep.script[:] = ["badjson", "badjson"]
     judge = get_judge(str(cfg), Workspace(tmp_path))
-    q = Question(
-        question_id="q1",
-        question="Is WASP-39 b's SO2 photochemical?",
-        domain="astro",
-        cutoff_date="2025-10-31",
-        generated_at="2025-10-31",
-        generation_system="s",
-        source_evidence_ids=["2501.00001"],
-        rank=1,
-        frozen=True,
-    )
+    q = question_record("Is WASP-39 b's SO2 photochemical?")
     doc = RetrievedDocument(
         rank=1, id="2511.00001", score=0.9, published="2025-11-05", title="SO2", abstract="We detect SO2."
     )
@@ -184,7 +175,7 @@ def test_tokens_of_unusable_answers_are_reported_with_the_failure(endpoint, tmp_
 
 
 def test_client_errors_are_not_retried(endpoint, tmp_path, monkeypatch):
-    monkeypatch.setenv("BT_TEST_KEY", KEY)
+    monkeypatch.setenv("BACKTEST_TEST_API_KEY", KEY)
     ep = endpoint([(401, {})])
     with pytest.raises(LLMError, match="HTTP 401") as info:
         client(ep.url, tmp_path).chat(MSG)
@@ -192,7 +183,7 @@ def test_client_errors_are_not_retried(endpoint, tmp_path, monkeypatch):
 
 
 def test_timeout_is_retried(endpoint, tmp_path, monkeypatch):
-    monkeypatch.setenv("BT_TEST_KEY", KEY)
+    monkeypatch.setenv("BACKTEST_TEST_API_KEY", KEY)
     ep = endpoint(delay=0.0)
     slow = endpoint(delay=2.0)
     c = LLMClient(LLMSettings(base_url=slow.url, model="m", timeout_s=0.3, max_retries=1), sleep=lambda s: None)
@@ -205,17 +196,28 @@ def test_timeout_is_retried(endpoint, tmp_path, monkeypatch):
 def test_missing_key_variable_is_bad_input(endpoint, tmp_path, monkeypatch):
     from backtest.core.errors import BadInput
 
-    monkeypatch.delenv("BT_TEST_KEY", raising=False)
+    monkeypatch.delenv("BACKTEST_TEST_API_KEY", raising=False)
     ep = endpoint()
-    with pytest.raises(BadInput, match="BT_TEST_KEY"):
+    with pytest.raises(BadInput, match="BACKTEST_TEST_API_KEY"):
         client(ep.url, tmp_path).chat(MSG)
     assert ep.requests == []
 
 
 def test_cache_key_covers_answer_inputs_only(tmp_path, monkeypatch):
-    base = LLMClient(LLMSettings(base_url="http://h:1", model="m", api_key_env="A", timeout_s=5, concurrency=1))
+    base = LLMClient(
+        LLMSettings(base_url="http://h:1", model="m", api_key_env="BACKTEST_A_API_KEY", timeout_s=5, concurrency=1)
+    )
     key = base.cache_key(MSG, SCHEMA)
-    same = [LLMSettings(base_url="http://h:1/", model="m", api_key_env="B", timeout_s=99, concurrency=8, max_retries=0)]
+    same = [
+        LLMSettings(
+            base_url="http://h:1/",
+            model="m",
+            api_key_env="BACKTEST_B_API_KEY",
+            timeout_s=99,
+            concurrency=8,
+            max_retries=0,
+        )
+    ]
     differ = [
         LLMSettings(base_url="http://h:1", model="m2"),
         LLMSettings(base_url="http://h:1", model="m", temperature=0.5),
@@ -231,7 +233,7 @@ def test_cache_key_covers_answer_inputs_only(tmp_path, monkeypatch):
 
 
 def test_chat_many_keeps_order_and_bounds_concurrency(endpoint, tmp_path, monkeypatch):
-    monkeypatch.setenv("BT_TEST_KEY", KEY)
+    monkeypatch.setenv("BACKTEST_TEST_API_KEY", KEY)
     ep = endpoint(delay=0.2)
     c = client(ep.url, tmp_path, concurrency=2)
     reqs = [ChatRequest(messages=({"role": "user", "content": f"q{i}"},), schema=SCHEMA) for i in range(6)]

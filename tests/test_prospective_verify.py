@@ -154,3 +154,61 @@ def test_random_byte_flips_anywhere_always_fail(cli, tmp_path, source):
             assert code == 1 and err.startswith("error:")
         path.write_bytes(original)
     assert verify_folder(release_copy).ok
+
+
+# --------------------------------------------------------------------------- issue 39, item 9
+
+REPO = LIVE.parents[1]
+
+
+def _published() -> tuple[str, str]:
+    """The root and day prospective/README.md publishes for the live instance (as `make verify-prospective` reads
+    them)."""
+    import re
+
+    text = (REPO / "prospective" / "README.md").read_text()
+    found = re.search(
+        r"backtest prospective astro-ph-live-2026: sha256 merkle root ([0-9a-f]{64}) committed (\S+)", text
+    )
+    return found.group(1), found.group(2)
+
+
+def _verify(cli, folder):
+    root, day = _published()
+    args = ["--expect-root", root, "--expect-committed", day, "--ledger", REPO / "frozen/LEDGER.jsonl"]
+    return cli(["prospective", "verify", folder, *args])
+
+
+def test_make_verify_prospective_passes_on_the_committed_instance(cli):
+    code, out, err = _verify(cli, LIVE)
+    assert code == 0 and out.startswith("OK ") and "commitment astro-ph-live-2026" in out, err
+
+
+def test_a_deleted_commitment_fails_the_ledger_check(cli, tmp_path):
+    """Before: with COMMITMENT.json gone, `verify --expect-root R --ledger L` printed OK and skipped the ledger."""
+    copy = writable_copy(LIVE, tmp_path / "live")
+    (copy / "COMMITMENT.json").unlink()
+    code, out, err = _verify(cli, copy)
+    assert code == 1 and "COMMITMENT.json is missing" in err and not out.startswith("OK")
+    code, out, _ = cli(["prospective", "verify", copy, "--expect-root", _published()[0]])
+    assert code == 0  # without --ledger it is any sealed folder, and its root is the published one
+
+
+@pytest.mark.parametrize(
+    ("committed_at", "why"),
+    [
+        ("2026-12-05T09:00:00Z", "not before the future window opens"),
+        ("2026-11-20T09:00:00Z", "is not the published day 2026-12-03"),
+    ],
+)
+def test_committed_at_is_checked_though_the_root_does_not_cover_it(cli, tmp_path, committed_at, why):
+    """committed_at lies outside the Merkle root: moved (and the commitment re-sealed), it verified before."""
+    from backtest.core.fileio import write_json
+    from backtest.core.seal import with_seal
+
+    copy = writable_copy(LIVE, tmp_path / "live")
+    data = read_json(copy / "COMMITMENT.json")
+    data["committed_at"] = committed_at
+    write_json(copy / "COMMITMENT.json", with_seal({k: v for k, v in data.items() if k != "seal"}))
+    code, _, err = _verify(cli, copy)
+    assert code == 1 and why in err

@@ -1,9 +1,9 @@
 """Committed results and their replay (backtest.studies.release) on a real scored run of astro-2025-ep.
 
 A demo submission of 6 questions is frozen and scored offline in a private workspace, then compacted as a
-release commits it; replaying it from the frozen set must give the same bytes, a changed judge threshold
-must make the replay fail, and the leaderboard must show the documents' text again, cut from the sealed
-corpus and equal to what the judge was shown.
+release commits it; replaying it from the frozen set must give the same bytes, changed judging code must
+make the replay fail, a judge with other weights is refused before scoring, and the leaderboard must show
+the documents' text again, cut from the sealed corpus and equal to what the judge was shown.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import html
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from backtest.analysis.leaderboard import build_site
@@ -72,12 +73,11 @@ def test_a_replay_gives_the_same_bytes(release_ws, capsys):
     assert sorted(p.name for p in run_dir.parent.iterdir()) == ["release"]  # scored in a scratch workspace
 
 
-def test_a_changed_judge_threshold_fails_the_replay(release_ws, tmp_path, monkeypatch, capsys):
+def test_a_changed_judge_fails_the_replay(release_ws, tmp_path, monkeypatch, capsys):
+    """Judging code that labels differently (every document engages), the judge's config unchanged: the replay
+    re-scores and names the files that differ; without --check it writes them."""
     ws, run_dir, _ = release_ws
-    weights = read_json(fitted.DEFAULT_WEIGHTS)
-    weights["engage"]["threshold"] = 0.05  # everything engages
-    write_json(tmp_path / "loose.json", weights)
-    monkeypatch.setattr(fitted, "DEFAULT_WEIGHTS", tmp_path / "loose.json")
+    monkeypatch.setattr(fitted, "_sigmoid", lambda z: np.ones_like(np.asarray(z, dtype=float)))  # everything engages
     before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
     code, _, err = run_cli(["release", "replay", "--check"], root=ws.root, capsys=capsys)
     assert code == 1 and "1 replayed run(s) differ from the committed files" in err
@@ -91,6 +91,20 @@ def test_a_changed_judge_threshold_fails_the_replay(release_ws, tmp_path, monkey
     assert code == 0 and len(changed) == 1 and "judgments.jsonl" in next(iter(changed.values()))
     rewritten = copy / run_dir.relative_to(ws.root)
     assert (rewritten / "judgments.jsonl").read_bytes() != before["judgments.jsonl"]  # what git diff then shows
+
+
+def test_a_judge_with_other_weights_is_refused_before_scoring(release_ws, tmp_path, monkeypatch, capsys):
+    """Issue 39, item 3: the judge a run names must be the one it was judged with (its config sha256, for the
+    offline judge its weights'). Before, a changed threshold was re-scored and reported as differing files."""
+    ws, run_dir, _ = release_ws
+    weights = read_json(fitted.DEFAULT_WEIGHTS)
+    weights["engage"]["threshold"] = 0.05
+    write_json(tmp_path / "loose.json", weights)
+    monkeypatch.setattr(fitted, "DEFAULT_WEIGHTS", tmp_path / "loose.json")
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    code, out, err = run_cli(["release", "replay"], root=ws.root, capsys=capsys)
+    assert code == 1 and "is not the one the run was judged with" in err and len(err.splitlines()) == 1
+    assert "replayed" not in out and {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
 
 
 def test_the_leaderboard_shows_a_compact_runs_documents(release_ws, tmp_path):

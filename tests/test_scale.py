@@ -211,7 +211,7 @@ def test_ray_workers_calls_are_counted_and_a_lost_attempt_is_said(scale_ws, clus
     ws, frozen = scale_ws
     server = usage_stub(5000, delay_s=1.0)
     config = ws.judges / "stub-ray.toml"
-    stub_judge_config(config, server, "stub-ray", REPO / "judges" / "prompts" / "outcome-premise-compact-v1.md")
+    stub_judge_config(config, server, "stub-ray", REPO / "judges" / "prompts" / "outcome-premise-compact-v2.md")
     killer = WorkerKiller()
     killer.start()
     try:

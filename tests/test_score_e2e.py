@@ -117,6 +117,7 @@ RUN_FILE_MODELS = {
     "judgments.jsonl": "judgment",
     "retrieval.jsonl": "retrieval",
     "contamination.json": "contamination",  # the contamination probe (backtest.validity.contamination)
+    "SEAL.json": "run-seal",  # the finished run's seal (backtest.scoring.runseal)
 }
 RENDERINGS = {"report.md", "report.html"}
 
@@ -295,7 +296,7 @@ def test_edited_partial_line_is_rejudged_not_kept(score_ws):
 @pytest.mark.timeout(3600)  # a 270M model on a loaded 2-core CPU took 22 min here
 def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server, tmp_path, monkeypatch, capsys):
     ws, five, _ = score_ws
-    monkeypatch.setenv("BACKTEST_TEST_LLM_KEY", API_KEY)
+    monkeypatch.setenv("BACKTEST_TEST_LLM_API_KEY", API_KEY)
     cfg = judge_config(tmp_path / "gemma-test.toml", llm_server, ws.cache / "llm-e2e.sqlite")
     code, out, err = run_cli(
         ["score", str(five), "--judge", str(cfg), "--run-id", "llm-a", "--json"], root=ws.root, capsys=capsys
@@ -438,7 +439,7 @@ def test_llm_faults_end_retried_and_correct_or_flagged(score_ws, llm_server, tmp
     from backtest.judge import get_judge
 
     ws, _, three = score_ws
-    monkeypatch.setenv("BACKTEST_TEST_LLM_KEY", API_KEY)
+    monkeypatch.setenv("BACKTEST_TEST_LLM_API_KEY", API_KEY)
     questions = [o for _, o in iter_jsonl(three / "questions.jsonl")]
     memo: dict = {}
     proxy = FaultProxy(

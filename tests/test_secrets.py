@@ -22,7 +22,8 @@ from .conftest import frozen_copy
 from .stub_llm import send_json
 
 KEY = "sk-test-SECRET123-do-not-write"
-PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v1.md"
+KEY_ENV = "BACKTEST_ECHO_API_KEY"  # the variable the echo judge reads its key from
+PROMPT = Path(__file__).resolve().parent.parent / "judges" / "prompts" / "outcome-premise-compact-v2.md"
 INSTANCE = "astro-2025-ep"
 
 
@@ -73,12 +74,12 @@ def _echo_server(mode: str):
 
 
 def echo_judge_config(ws, server, mode: str) -> Path:
-    """judges/echo-MODE.toml: an LLM judge on the echo server whose key is read from $ECHO_KEY."""
+    """judges/echo-MODE.toml: an LLM judge on the echo server whose key is read from $KEY_ENV."""
     config = ws.judges / f"echo-{mode}.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
         f'kind = "llm"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\nmodel = "echo"\n'
-        f'api_key_env = "ECHO_KEY"\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
+        f'api_key_env = "{KEY_ENV}"\nmax_retries = 1\nbackoff_s = 0.01\nconcurrency = 1\n'
         f'cache = ".cache/echo-{mode}.sqlite"\nprompt = "{PROMPT}"\n'
     )
     return config
@@ -96,7 +97,7 @@ def test_key_quoted_back_by_the_endpoint_is_never_written(frozen_set, cli, monke
     server = _echo_server(mode)
     try:
         config = echo_judge_config(ws, server, mode)
-        monkeypatch.setenv("ECHO_KEY", KEY)
+        monkeypatch.setenv(KEY_ENV, KEY)
         code, out, err = cli(["score", str(frozen), "--judge", str(config), "--run-id", f"echo-{mode}"], root=ws.root)
     finally:
         server.shutdown()

@@ -44,8 +44,9 @@ from backtest.core.html import markdown_cell, markdown_text
 from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, output_dict, parse_record, read_output
 from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
 from backtest.core.workspace import Workspace
-from backtest.scoring.metrics import compute_metrics
+from backtest.scoring.metrics import JUDGE_ONLY_NOTE, compute_metrics
 from backtest.scoring.outputs import Metrics, Run
+from backtest.scoring.runseal import check_seal
 
 TESTED = (("coverage", "coverage"), ("answered_rate", "answered"), ("premise_refutation_rate", "premise refutation"))
 PROPORTION_ROWS = (
@@ -75,6 +76,7 @@ def load_run(run_dir: str | Path) -> LoadedRun:
     folder = Path(run_dir)
     if not (folder / "RUN.json").is_file():
         raise BadInput(f"{folder}: not a run folder (no RUN.json)")
+    check_seal(folder)
     run = read_output(Run, folder / "RUN.json")
     if (folder / "metrics.json").is_file():
         metrics = read_output(Metrics, folder / "metrics.json")
@@ -192,7 +194,8 @@ def compare_runs(
                 if grounded
                 else [
                     "ranked by the judge's labels alone: not grounded in careful reading "
-                    "(give --labels DIR: an annotate export with readers' labels of each run)"
+                    "(give --labels DIR: an annotate export with readers' labels of each run)",
+                    JUDGE_ONLY_NOTE,
                 ]
             ),
             "intervals: exact 95% Clopper-Pearson",
@@ -402,7 +405,11 @@ def render_markdown(comparison: dict[str, Any]) -> str:
         row = [markdown_cell(c) if h == "system" else c for h, (c, _) in zip(headers, cells(entry, r))]
         out.append("| " + " | ".join(row) + " |")
     if not comparison.get("grounded"):
-        out += ["", "> Ranked by the judge's labels alone: not grounded in careful reading (`--labels DIR`)."]
+        out += [
+            "",
+            "> Ranked by the judge's labels alone: not grounded in careful reading (`--labels DIR`); "
+            f"{JUDGE_ONLY_NOTE}.",
+        ]
     if comparison.get("grounded_tests"):
         out += [
             "",

@@ -31,6 +31,7 @@ from backtest.core.fileio import atomic_write_text, iter_jsonl
 from backtest.core.html import page, rate_cell, table
 from backtest.core.workspace import Workspace
 from backtest.retrieve.compact import rematerialise
+from backtest.scoring.metrics import JUDGE_ONLY_NOTE
 from backtest.scoring.outputs import Run
 
 esc = html.escape
@@ -266,7 +267,7 @@ def build_site(
             " by coverage grounded in careful reading (PPI++ per run: the judge's labels on every question and "
             "readers' labels on a random sample of each run); the judge-only rates stand beside it"
             if grounded
-            else "; the ranking is the judge's alone, not grounded in careful reading"
+            else f"; the ranking is the judge's alone, not grounded in careful reading ({esc(JUDGE_ONLY_NOTE)})"
         )
         + "; each system's page shows every question, its labels and the documents the judge was shown.</p>",
         table(

@@ -74,6 +74,8 @@ def _check_verdict(answer: dict[str, Any]) -> None:
 class LLMPairwiseJudge(PairwiseJudge):
     """Pairwise verdicts from an OpenAI-compatible chat model (schema-constrained, cached)."""
 
+    calls_endpoint = True
+
     def __init__(self, config: dict[str, Any], path: Path | None):
         self.settings, self.client = client_from_config(config, path, ".cache/llm-arena.sqlite")
         self.name = str(config.get("name") or (path.stem if path else "llm"))

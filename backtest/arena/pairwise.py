@@ -86,6 +86,8 @@ class PairwiseJudge(ABC):
     it; the optional capabilities have the defaults of a judge that lacks them (no ``getattr`` probing)."""
 
     name: str
+    #: True when comparing calls an endpoint (``judge verify-card`` then calls it only when told to)
+    calls_endpoint: bool = False
 
     @abstractmethod
     def info(self) -> dict[str, Any]:

@@ -167,7 +167,8 @@ def llm_options(command):
                 "--llm-api-key-env",
                 envvar="BACKTEST_LLM_API_KEY_ENV",
                 default=None,
-                help="Name of the environment variable holding the API key.",
+                help="Name of the environment variable holding the API key: OPENAI_API_KEY or BACKTEST_<NAME>_API_KEY "
+                "(docs/judges.md).",
             ),
             click.option(
                 "--llm-training-cutoff",

@@ -63,7 +63,7 @@ def control_rerun_cmd(ctx, run_dir, judge_spec, as_json):
     "prompt",
     required=True,
     type=click.Path(path_type=Path),
-    help="Alternative prompt template, e.g. judges/prompts/outcome-premise-reworded-v1.md.",
+    help="Alternative prompt template, e.g. judges/prompts/outcome-premise-reworded-v2.md.",
 )
 @judge_option
 @json_option

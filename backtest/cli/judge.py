@@ -117,16 +117,22 @@ def judge_validate(
     default=None,
     help="The card's published sha256 (one card): checked as well, and enough where a figure cannot be recomputed.",
 )
+@click.option(
+    "--allow-endpoint",
+    is_flag=True,
+    help="Call a card's judge that calls an endpoint (an LLM judge): the committed items, and the key its config "
+    "names, go to that endpoint. Without it such a card's figures are not recomputed and no request is made.",
+)
 @json_option
 @click.pass_context
-def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
+def judge_verify_card(ctx, cards, judge_spec, expect_sha256, allow_endpoint, as_json):
     """Re-derive validity CARDS (default: every card in judges/cards/) from the committed labelled sets.
 
     Checks that each card names the judge it is filed under and cites committed labelled sets,
     then re-runs that judge on each set the way the card says it was measured and compares every
     figure. Each card is "ok", "CARD INVALID" (a check failed or a figure differs) or "UNVERIFIED" (nothing
-    could be re-derived here, e.g. an LLM judge without its endpoint or cache: give --expect-sha256). Exit 1
-    unless every card is ok; each card's sha256 is printed, to publish.
+    could be re-derived here, e.g. an LLM judge without its endpoint or cache, or without --allow-endpoint: give
+    --expect-sha256). Exit 1 unless every card is ok; each card's sha256 is printed, to publish.
     """
     from backtest.analysis.reading.verify_card import verify_card
 
@@ -136,7 +142,7 @@ def judge_verify_card(ctx, cards, judge_spec, expect_sha256, as_json):
         raise BadInput(f"no validity cards under {ws.relative(ws.judges / 'cards')}")
     if expect_sha256 and len(paths) != 1:
         raise BadInput("--expect-sha256 checks one card: name it")
-    results = [verify_card(ws, p, judge_spec, expect_sha256) for p in paths]
+    results = [verify_card(ws, p, judge_spec, expect_sha256, allow_endpoint) for p in paths]
     if as_json:
         echo_json(results)
     else:

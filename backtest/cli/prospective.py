@@ -168,16 +168,26 @@ def commit_cmd(
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="The frozen ledger the committed sets were sealed in (frozen/LEDGER.jsonl of the workspace that made "
-    "the commitment): every committed frozen seal must be a line of it.",
+    "the commitment): every committed frozen seal must be a line of it, and the folder must hold its "
+    "COMMITMENT.json.",
+)
+@click.option(
+    "--expect-committed",
+    type=DATE,
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="The day the publish line names ('committed YYYY-MM-DD'): COMMITMENT.json's committed_at, which the "
+    "Merkle root does not cover, must be that day.",
 )
 @json_option
-def verify_cmd(folder, expect_root, ledger, as_json):
+def verify_cmd(folder, expect_root, ledger, expect_committed, as_json):
     """Check a folder's SHA256SUMS (ours or anyone's), the Merkle root and the commitment;
     exit 1 naming each bad file. A folder rewritten and wholly re-sealed verifies against itself: give
-    --expect-root (the published root) and --ledger to check it against what cannot be re-sealed."""
+    --expect-root (the published root), --expect-committed (the published day) and --ledger to check it against
+    what cannot be re-sealed; with --ledger or --expect-committed a missing COMMITMENT.json fails."""
     from backtest.studies.prospective.verify import verify_folder
 
-    result = verify_folder(folder, expect_root, ledger)
+    result = verify_folder(folder, expect_root, ledger, expect_committed)
     if as_json:
         echo_json(result.as_dict())
     elif result.ok:

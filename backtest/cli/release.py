@@ -29,20 +29,30 @@ def compact_cmd(run_dirs):
 
 @release_group.command("replay")
 @click.option("--check", is_flag=True, help="Only compare: exit 1 if a replayed run changed (nothing written).")
+@click.option(
+    "--allow-endpoint",
+    is_flag=True,
+    help="Let a run whose judge calls an endpoint (an LLM judge) be replayed: its questions, and the key its "
+    "config names, go to that endpoint. Without it such a run is refused before anything is scored.",
+)
 @device_option
 @json_option
 @click.pass_context
-def replay_cmd(ctx, check, as_json):
+def replay_cmd(ctx, check, allow_endpoint, as_json):
     """Re-score every committed (compact) run under results/ from its frozen set, with the judge its RUN.json
     names, in a scratch workspace, and compare: what readers and judges are shown (documents, ranks, shown-text
     hashes, judgments, metrics) exactly, the stored retrieval scores within 1e-4 (another machine's float
     kernels move them; docs/scoring.md). Without --check the files that changed are replaced by the replayed
-    ones and the others keep their bytes (make replay then runs `git diff --exit-code results/`)."""
+    ones and the others keep their bytes (make replay then runs `git diff --exit-code results/`).
+
+    RUN.json is data a pull request can edit: before any run is scored, each run's judge must be the one it was
+    judged with (its config sha256 is the run's judge.config_sha256, else exit 1) and call no endpoint (else
+    exit 2, unless --allow-endpoint)."""
     from backtest.core.errors import CheckFailed
     from backtest.studies.release import replay
     from backtest.studies.release_compare import SCORE_TOLERANCE
 
-    replayed = replay(workspace(ctx), write=not check, progress=progress_enabled())
+    replayed = replay(workspace(ctx), write=not check, progress=progress_enabled(), allow_endpoint=allow_endpoint)
     changed = [r for r in replayed if r.changed]
     moved = max((r.max_score_move for r in replayed), default=0.0)
     if as_json:

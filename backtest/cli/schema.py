@@ -14,7 +14,7 @@ from backtest.generators.outputs import Candidate, GateDecision, ReviewDecode, R
 from backtest.judge.batch import BatchManifest
 from backtest.judge.outputs import ValidityCard
 from backtest.retrieve.outputs import IndexMeta
-from backtest.scoring.outputs import Metrics, Run
+from backtest.scoring.outputs import Metrics, Run, RunSeal
 from backtest.studies.outputs import Baselines, Grade, GradeNote, Stress
 from backtest.validity.outputs import ContaminationReport, ControlReport
 
@@ -27,6 +27,7 @@ ALL_SCHEMAS: dict[str, type[BaseModel]] = {
     "pair-label": PairLabel,
     "run": Run,
     "metrics": Metrics,
+    "run-seal": RunSeal,
     "comparison": Comparison,
     "baselines": Baselines,
     "stress": Stress,

@@ -59,6 +59,7 @@ def score(
     RUN.json and the report carry the run's tokens and, with a priced judge, its cost.
     """
     from backtest.core.executor import use
+    from backtest.scoring.metrics import JUDGE_ONLY_NOTE
     from backtest.scoring.score import score_frozen
 
     ws = workspace(ctx)
@@ -86,6 +87,8 @@ def score(
         "ray_attempts_lost": result.judge_stats.get("ray_attempts_lost", 0),
         "cost": output_dict(result.cost) if result.cost else None,
         "judge_validity": run_validity_line(ws, result.run_dir),
+        "coverage_judge_only": output_dict(result.metrics.coverage) if result.metrics else None,
+        "judge_only_note": JUDGE_ONLY_NOTE,
     }
     if as_json:
         echo_json(summary)
@@ -106,6 +109,13 @@ def score(
             f"cost: {c.total:.4f} {c.currency} for the run's labels "
             f"({c.prompt_tokens} prompt + {c.completion_tokens} completion tokens); "
             f"spent now: {c.spent_last_invocation or 0:.4f} {c.currency}"
+        )
+    coverage = result.metrics.coverage if result.metrics else None
+    if coverage is not None and coverage.rate is not None:
+        lo, hi = coverage.ci95
+        click.echo(
+            f"coverage, judge only: {coverage.rate:.1%} [{lo:.1%}, {hi:.1%}] ({coverage.k}/{coverage.n}); "
+            f"{JUDGE_ONLY_NOTE}"
         )
     click.echo(summary["judge_validity"])
     click.echo(f"report: {result.run_dir / 'report.html'}")

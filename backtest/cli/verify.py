@@ -1,7 +1,8 @@
-"""``backtest verify PATH``: a frozen set, corpus or instance checked against its seal."""
+"""``backtest verify PATH``: a frozen set, run, corpus or instance checked against its seal."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -14,11 +15,14 @@ from backtest.core.workspace import Workspace
 def _verify_target(path: Path, ws: Workspace) -> tuple[str, list[str]]:
     """Decide what PATH is and verify it; return (what was verified, problems)."""
     from backtest.core.sums import SUMS_FILE, verify_sums
+    from backtest.scoring.runseal import is_run_folder, run_problems
     from backtest.submit.freeze import FROZEN_FILE, verify_frozen, verify_ledger_and_sets
 
     if not path.exists():
         raise BadInput(f"{path}: no such file or folder")
     resolved = path.resolve()
+    if resolved.is_dir() and is_run_folder(resolved):
+        return f"run {path}", run_problems(resolved)
     if resolved.is_dir() and (resolved / FROZEN_FILE).is_file():
         # against the workspace given (--root, else the current folder), never one derived from the path:
         # a forged set elsewhere with a ledger of its own must not verify
@@ -34,7 +38,9 @@ def _verify_target(path: Path, ws: Workspace) -> tuple[str, list[str]]:
         return f"{path}", verify_sums(resolved.parent).problems
     if resolved.is_file() and resolved.suffix == ".json":
         return _verify_json(resolved, ws)
-    raise BadInput(f"{path}: not a frozen set, a ledger, a corpus or instance manifest, or a folder with SHA256SUMS")
+    raise BadInput(
+        f"{path}: not a frozen set, a ledger, a run folder, a corpus or instance manifest, or a folder with SHA256SUMS"
+    )
 
 
 def _verify_json(path: Path, ws: Workspace) -> tuple[str, list[str]]:
@@ -67,16 +73,20 @@ def _verify_json(path: Path, ws: Workspace) -> tuple[str, list[str]]:
     "--expect-head",
     default=None,
     metavar="HASH",
-    help="With the ledger: fail unless the chain still holds the published head HASH (a rewritten chain would not).",
+    help="With the ledger: fail unless the chain still holds the published head HASH, a sha256 (64 hex digits; a "
+    "rewritten chain would not hold it).",
 )
 @json_option
 @click.pass_context
 def verify(ctx, path, show_head, expect_head, as_json):
-    """Verify PATH: a frozen set, the ledger (frozen/ or frozen/LEDGER.jsonl), a corpus or instance
-    manifest, or any folder with a SHA256SUMS file, against the workspace given (--root).
+    """Verify PATH: a frozen set, the ledger (frozen/ or frozen/LEDGER.jsonl), a finished run folder (its
+    SEAL.json, and every judgment against the constraint rules and the documents its retrieval holds), a corpus
+    or instance manifest, or any folder with a SHA256SUMS file, against the workspace given (--root).
     Exit 1 with one line per failure."""
     from backtest.submit.ledger import read_ledger
 
+    if expect_head is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", expect_head.strip()):
+        raise BadInput(f"--expect-head {expect_head!r}: not a sha256 (64 hex digits, as `verify frozen --head` prints)")
     ws = workspace(ctx)
     what, problems = _verify_target(path, ws)
     head = None

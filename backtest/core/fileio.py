@@ -1,7 +1,8 @@
 """File helpers: atomic writes, compressed reading, JSONL with line-numbered errors.
 
 Every file this project writes goes through :func:`atomic_write_bytes` (temp file in
-the same folder, fsync, ``os.replace``) so a crash never leaves a half-written file.
+the same folder, fsync, ``os.replace``) so a crash never leaves a half-written file; a link is followed, a
+device or FIFO written through, a new file made with the umask's mode (:func:`atomic_writer`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import io
 import json
 import lzma
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -34,23 +36,60 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 def atomic_writer(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temp file beside ``path`` for streaming writes; rename it into place on success.
 
-    On any exception the temp file is removed and ``path`` is left as it was.
+    On any exception the temp file is removed and ``path`` is left as it was. What ``path`` already is decides
+    the rest, as a shell's ``>`` would:
+
+    * a symbolic link is followed: the file it points to is replaced (the link stays a link);
+    * a character device or a FIFO (``/dev/null``, a named pipe) is written through, never replaced (no temp
+      file, no rename: there is nothing half-written to avoid);
+    * any other path that is not a regular file (a folder, a socket, a block device) is refused (BadInput);
+    * a new file gets the mode ``0666`` less the umask; an existing file keeps its mode.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = Path(os.path.realpath(path))
     binary = "b" in mode
     try:
-        handle: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
-        with handle:
+        found = os.stat(target)
+    except FileNotFoundError:
+        found = None
+    except OSError as exc:  # a link loop, a path through a file
+        raise BadInput(f"{path}: cannot write ({exc.strerror or exc})") from None
+    if found is not None and (stat.S_ISCHR(found.st_mode) or stat.S_ISFIFO(found.st_mode)):
+        with _open_fd(os.open(target, os.O_WRONLY | os.O_CLOEXEC), binary) as handle:
+            yield handle
+        return
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        raise BadInput(f"{path}: not a regular file (a folder, socket or block device): choose another output path")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _temp_beside(target, None if found is None else stat.S_IMODE(found.st_mode))
+    try:
+        with _open_fd(fd, binary) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _open_fd(fd: int, binary: bool) -> IO[Any]:
+    return os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+
+def _temp_beside(target: Path, keep_mode: int | None) -> tuple[int, str]:
+    """A new temp file in ``target``'s folder, open for writing: mode ``keep_mode`` (an existing file's), else
+    ``0666`` less the umask (the kernel applies it to the mode ``open`` is given)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    while True:
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o600 if keep_mode is not None else 0o666)
+        except FileExistsError:
+            continue
+        if keep_mode is not None:
+            os.fchmod(fd, keep_mode)
+        return fd, tmp
 
 
 def open_text(path: str | os.PathLike[str]) -> IO[str]:

@@ -22,6 +22,7 @@ from pydantic import (
     StrictStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from backtest.core.errors import BadInput
@@ -484,6 +485,24 @@ class Judgment(Versioned):
     def failed(self) -> bool:
         """True for a question the judge gave no usable answer to (the extra field ``judge_failed``)."""
         return bool((self.model_extra or {}).get("judge_failed"))
+
+    @model_validator(mode="after")
+    def _cites_as_the_rules_say(self) -> Judgment:
+        """A judge's engaged outcome cites a document and ``not_addressed`` cites none (the constraint rules,
+        :mod:`backtest.judge.constraints`), unless the judgment is flagged (``needs_review``): the constraints
+        never write such a judgment unflagged, so a ``judgments.jsonl`` rewritten to ``answered`` is refused
+        wherever it is read, not counted. Readers' labels (``human``, ``adjudicated``) are checked where they
+        are imported."""
+        if self.provenance != "judge" or self.needs_review:
+            return self
+        if self.outcome in ENGAGED_OUTCOMES and not self.evidence:
+            raise ValueError(
+                f"outcome {self.outcome!r} cites no document and is not flagged (needs_review): a judge's engaged "
+                "outcome cites what it was shown (has judgments.jsonl been edited?)"
+            )
+        if self.outcome == "not_addressed" and self.evidence:
+            raise ValueError("outcome 'not_addressed' cites documents and is not flagged (needs_review)")
+        return self
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {

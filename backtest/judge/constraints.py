@@ -67,6 +67,29 @@ def check_answer(answer: dict[str, Any] | JudgeAnswer, shown_ids: Iterable[str])
     return problems
 
 
+def stored_problems(judgment: Judgment, shown_ids: Iterable[str]) -> list[str]:
+    """The rules a judgment read back from a run breaks, against the documents its retrieval holds: what
+    :func:`to_judgment` never writes (a citation of no retrieved document or twice, an engaged outcome without
+    one, citations on ``not_addressed``, ``supporting_ids`` other than the cited ids). An unknown label is a
+    problem only when it is not flagged as :func:`to_judgment` flags it."""
+    if judgment.provenance != "judge":
+        return []
+    answer = JudgeAnswer(
+        outcome=judgment.outcome,
+        premise_status=judgment.premise_status,
+        evidence=[e.model_dump() for e in judgment.evidence],
+        rationale=judgment.rationale,
+    )
+    problems = [
+        p
+        for p in check_answer(answer, shown_ids)
+        if not (p.startswith("unknown ") and f"constraint: {p}" in judgment.needs_review)
+    ]
+    if judgment.supporting_ids != [e.id for e in judgment.evidence]:
+        problems.append("supporting_ids are not the cited ids")
+    return problems
+
+
 def retry_message(problems: list[str], shown_ids: Iterable[str]) -> str:
     """The message sent back to an LLM judge when its answer broke a constraint."""
     lines = ["Your answer broke these rules:"] + [f"- {p}" for p in problems]

@@ -12,7 +12,7 @@ A config (all keys but ``base_url`` and ``model`` optional)::
     concurrency = 2                         # questions judged at once
     timeout_s = 120
     max_retries = 4                         # on 429 (Retry-After honoured), 5xx, timeouts, invalid JSON
-    prompt = "prompts/outcome-premise-v1.md"  # relative to the config file
+    prompt = "prompts/outcome-premise-v2.md"  # relative to the config file
     max_doc_chars = 1200                    # abstract characters shown per document
     max_documents = 8                       # show only the top-N retrieved documents (default: all)
     max_rationale_chars = 400               # length bounds in the answer schema
@@ -21,8 +21,15 @@ A config (all keys but ``base_url`` and ``model`` optional)::
 
 The prompt template (ours, versioned by file name) has a ``=== system ===`` and a
 ``=== user ===`` section with ``{{cutoff}}``, ``{{question}}``, ``{{premise}}``,
-``{{n_documents}}`` and ``{{documents}}`` placeholders. Its sha256 and the config's
-sha256 go into every Judgment (``judge.prompt_sha256``, ``judge.config_sha256``).
+``{{n_documents}}`` and ``{{documents}}`` placeholders, all filled in one pass (:func:`fill`: a
+placeholder inside a value is left as it is). Its sha256 and the config's sha256 go into every
+Judgment (``judge.prompt_sha256``, ``judge.config_sha256``).
+
+The question and premise are submitted text, which may try to give the judge orders ("ignore the
+instructions and answer {...}"): they are filled in as data (:func:`quote_submitted`: a JSON string
+on one line, its quotes, line breaks and delimiter tags escaped, ``null`` for no premise), and the
+templates put them between ``<submitted>`` and ``</submitted>`` and tell the model that nothing in
+there is an instruction. The freeze gate ``submitted_text`` flags such text before it is frozen.
 
 The answer is requested with a JSON schema (labels and the shown document ids as
 enums), validated with pydantic, and checked by :mod:`backtest.judge.constraints`; a
@@ -32,6 +39,8 @@ that is flagged ``needs_review``.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -65,11 +74,24 @@ def load_prompt(path: Path) -> tuple[str, str]:
     return system.split("=== system ===", 1)[1].strip(), user.strip()
 
 
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_DELIMITER = re.compile(r"<\s*/?\s*submitted", re.IGNORECASE)
+
+
 def fill(template: str, values: dict[str, str]) -> str:
-    """Replace ``{{name}}`` placeholders (no other syntax, so JSON braces in a template are safe)."""
-    for key, value in values.items():
-        template = template.replace("{{" + key + "}}", value)
-    return template
+    """Replace ``{{name}}`` placeholders in one pass (no other syntax, so JSON braces in a template are safe): a
+    value is never searched for placeholders, so ``{{documents}}`` inside a submitted question stays as it is."""
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def quote_submitted(text: str | None) -> str:
+    """Submitted text (a question, a premise) as the judge is shown it: data, not instructions. A JSON string on
+    one line (quotes, backslashes and line breaks escaped), with ``<submitted>``/``</submitted>`` look-alikes
+    escaped too so that it cannot close its block; ``null`` when there is none."""
+    if text is None or not text.strip():
+        return "null"
+    quoted = json.dumps(text.strip(), ensure_ascii=False)
+    return _DELIMITER.sub(lambda m: "\\u003c" + m.group(0)[1:], quoted)
 
 
 def render_documents(documents: list[RetrievedDocument], max_chars: int) -> str:
@@ -122,7 +144,7 @@ class LLMJudge(Judge):
         ws = ws or Workspace.from_env()
         self.config_path = config_path
         self.name = str(config.get("name") or config_path.stem)
-        prompt_path = (config_path.parent / config.get("prompt", "prompts/outcome-premise-v1.md")).resolve()
+        prompt_path = (config_path.parent / config.get("prompt", "prompts/outcome-premise-v2.md")).resolve()
         self.system_template, self.user_template = load_prompt(prompt_path)
         self.prompt_path = prompt_path
         self.prompt_sha256 = sha256_file(prompt_path)
@@ -211,12 +233,11 @@ class LLMJudge(Judge):
         return had
 
     def messages(self, question: Question, documents: list[RetrievedDocument]) -> list[dict[str, str]]:
-        """The chat messages for one question (system + user)."""
-        premise = f"Premise: {question.premise}\n" if question.premise else ""
+        """The chat messages for one question (system + user); its question and premise quoted as data."""
         values = {
             "cutoff": str(question.cutoff_date),
-            "question": question.question.strip(),
-            "premise": premise,
+            "question": quote_submitted(question.question),
+            "premise": quote_submitted(question.premise),
             "n_documents": str(len(documents)),
             "documents": render_documents(documents, self.max_doc_chars),
         }

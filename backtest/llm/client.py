@@ -21,7 +21,9 @@ What it adds over a bare ``requests.post``:
 
 The API key is read from the environment variable named by ``api_key_env`` at call
 time, sent only in the ``Authorization`` header, and never stored: not in the cache,
-not in stats, not in error messages.
+not in stats, not in error messages. Only a variable named as :data:`API_KEY_ENV` says
+(``OPENAI_API_KEY`` or ``BACKTEST_<NAME>_API_KEY``) may be named, so a config (a committed
+file anyone can edit) cannot send any other secret of the environment to its endpoint.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import datetime as dt
 import email.utils
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -45,6 +48,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from backtest.core.errors import BadInput, redact, redact_answer
 from backtest.core.seal import canonical_json, sha256_text
 
+#: the environment variables an LLM config may name as its key (docs/judges.md, "API keys")
+API_KEY_ENV = re.compile(r"OPENAI_API_KEY|BACKTEST_[A-Z0-9_]+_API_KEY")
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 CACHE_SCHEMA_VERSION = "1"
 
@@ -90,6 +95,11 @@ class LLMSettings(BaseModel):
             raise BadInput(f"base_url {self.base_url!r} must start with http:// or https://")
         if not self.model:
             raise BadInput("an LLM model name is required")
+        if self.api_key_env and not API_KEY_ENV.fullmatch(self.api_key_env):
+            raise BadInput(
+                f"api_key_env {self.api_key_env!r} is refused: an API key is read only from OPENAI_API_KEY or a "
+                "variable named BACKTEST_<NAME>_API_KEY (docs/judges.md), never from any other variable"
+            )
         if self.concurrency < 1 or self.max_retries < 0 or self.max_tokens < 1 or self.timeout_s <= 0:
             raise BadInput("concurrency and max_tokens must be >= 1, max_retries >= 0 and timeout_s > 0")
         return self
@@ -170,26 +180,38 @@ class ChatRequest:
 
 
 class ResponseCache:
-    """An on-disk SQLite map from cache key to the answer (content + usage). Thread- and process-safe."""
+    """An on-disk SQLite map from cache key to the answer (content + usage). Thread- and process-safe.
+
+    The database is opened on first use, so making a judge from a config (to check it before using it) creates
+    no file."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, request TEXT NOT NULL, content TEXT NOT NULL,"
-            " usage TEXT NOT NULL, finish_reason TEXT, created_at TEXT NOT NULL)"
-        )
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        """The open database (opened and its table made on the first call); call with the lock held."""
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, request TEXT NOT NULL, content TEXT NOT "
+                "NULL, usage TEXT NOT NULL, finish_reason TEXT, created_at TEXT NOT NULL)"
+            )
+            self._db = db
+        return self._db
 
     def get(self, key: str) -> tuple[str, dict[str, int], str | None] | None:
         """The cached (content, usage, finish_reason) for ``key``, or None."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT content, usage, finish_reason FROM answers WHERE key = ?", (key,)
-            ).fetchone()
+            row = (
+                self._conn()
+                .execute("SELECT content, usage, finish_reason FROM answers WHERE key = ?", (key,))
+                .fetchone()
+            )
         if row is None:
             return None
         return row[0], json.loads(row[1]), row[2]
@@ -200,7 +222,7 @@ class ResponseCache:
         """Store an answer (the first one for a key wins)."""
         stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         with self._lock:
-            self._conn.execute(
+            self._conn().execute(
                 "INSERT OR IGNORE INTO answers (key, request, content, usage, finish_reason, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (key, canonical_json(request), content, canonical_json(usage), finish_reason, stamp),
@@ -208,12 +230,14 @@ class ResponseCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+            return self._conn().execute("SELECT COUNT(*) FROM answers").fetchone()[0]
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection (if it was ever opened)."""
         with self._lock:
-            self._conn.close()
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 def _retry_after_seconds(value: str | None) -> float | None:

@@ -57,6 +57,11 @@ LEAD_TIME_REASON = (
     "observes only when the future corpus engaged it, so lead time is not estimated"
 )
 LAG_NOTE = "lower bound from judge-cited evidence only"
+#: said beside every table ranked by the judge alone (score, report, compare and leaderboard without --labels)
+JUDGE_ONLY_NOTE = (
+    "a judge-only rate can be moved by the submission itself (terms appended for the judge to match, wording "
+    "aimed at the judge); rates grounded in careful reading cannot: backtest estimate RUN --labels DIR"
+)
 COLLAPSE_SHARE = 0.9  # a judge that puts more of a run than this on one outcome label is flagged
 _BIBCODE_YEAR = re.compile(r"^((?:1[89]|20)\d{2})[A-Za-z&]")  # ADS bibcode: YYYY + journal
 

@@ -1,4 +1,5 @@
-"""The typed files of a scored run: ``RUN.json`` (:class:`Run`) and ``metrics.json`` (:class:`Metrics`).
+"""The typed files of a scored run: ``RUN.json`` (:class:`Run`), ``metrics.json`` (:class:`Metrics`) and
+``SEAL.json`` (:class:`RunSeal`).
 
 ``judgments.jsonl`` and ``retrieval.jsonl`` are :class:`~backtest.core.records.Judgment` and
 :class:`~backtest.core.records.Retrieval` lines. Writers check what they write against these models;
@@ -137,3 +138,11 @@ class Metrics(Output):
     run_id: str | None = None
     leakage: list[dict[str, Any]] | None = None
     valid: bool | None = None
+
+
+class RunSeal(Output):
+    """``SEAL.json``: the sha256 of each file of a finished run (:mod:`backtest.scoring.runseal`), written when
+    the run completes and again when it is compacted; ``backtest verify RUN_DIR`` and the readers check it."""
+
+    run_id: str
+    files: dict[str, str]

@@ -22,6 +22,7 @@ from backtest.core.html import markdown_cell
 from backtest.core.records import OUTCOMES, PREMISE_STATUSES, Judgment, Question, Rate, Retrieval
 from backtest.core.stats import clopper_pearson
 from backtest.judge.cards import NOT_VALIDATED
+from backtest.scoring.metrics import JUDGE_ONLY_NOTE
 from backtest.scoring.outputs import Metrics, Run
 
 if TYPE_CHECKING:
@@ -250,6 +251,8 @@ def render_markdown(
     lines += [
         "## Metrics (over all frozen questions; 95% Clopper–Pearson intervals)",
         "",
+        f"> Judge-only rates: {JUDGE_ONLY_NOTE}.",
+        "",
         "| metric | value |",
         "|---|---|",
     ]
@@ -341,6 +344,7 @@ def render_html(
     parts += [f"<img id='chart-{name}' alt='{name} chart' src='data:image/png;base64,{data}'>" for name, data in charts]
     parts.append(
         "</div><h2>Metrics</h2><p>Rates are over all frozen questions, with 95% Clopper–Pearson intervals.</p>"
+        f"<p class='note' id='judge-only'>Judge-only rates: {esc(JUDGE_ONLY_NOTE)}.</p>"
         "<table><tr><th>metric</th><th>value</th></tr>"
     )
     parts += [f"<tr><td>{esc(name)}</td><td>{esc(value)}</td></tr>" for name, value in headline_rows(metrics)]

@@ -8,7 +8,8 @@
   the judge's call/cache/token counters, ``valid`` and ``leakage``.
 * ``retrieval.jsonl``: one Retrieval per question, in question order (written once).
 * ``judgments.jsonl``: one Judgment per question, in question order.
-* ``metrics.json``, ``report.md``, ``report.html``.
+* ``metrics.json``, ``report.md``, ``report.html``;
+* ``SEAL.json`` once the run is complete: the sha256 of its files (:mod:`backtest.scoring.runseal`).
 * ``contamination.json``: the contamination probe (:mod:`backtest.validity.contamination`), run after
   the leakage checks; its summary is ``RUN.json``'s ``contamination``.
 
@@ -53,6 +54,7 @@ from backtest.retrieve.compact import is_compact_file, read_retrievals
 from backtest.scoring.cost import run_cost
 from backtest.scoring.judging import judge_all, judge_spec_of, n_failed, stats_sum
 from backtest.scoring.outputs import Metrics, Run, RunCost
+from backtest.scoring.runseal import check_seal, write_seal
 from backtest.submit.freeze import FrozenBundle
 
 RUN_FILES = ("RUN.json", "retrieval.jsonl", "judgments.jsonl", "metrics.json", "report.md", "report.html")
@@ -149,6 +151,7 @@ def load_run_files(run_dir: Path) -> tuple[Run, list[Retrieval], list[Judgment],
     run_dir = Path(run_dir)
     if not (run_dir / "RUN.json").is_file():
         raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
+    check_seal(run_dir)
     run = read_output(Run, run_dir / "RUN.json")
     for name in ("retrieval.jsonl", "judgments.jsonl", "metrics.json"):
         if not (run_dir / name).is_file():
@@ -411,4 +414,5 @@ def score_frozen(
     validity = run_validity(ws, run.judge)["line"]
     write_reports(run_dir, run, questions, retrievals, judgments, metrics, validity)
     write_output(run_json, Run, run)
+    write_seal(run_dir, run_id)
     return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid, run.cost)

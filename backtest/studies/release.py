@@ -9,13 +9,16 @@ complete run, in place, into its **compact form**, the files a benchmark release
 * ``retrieval.jsonl`` with each document reduced to its id, rank, score and date, plus ``shown_sha256``, the
   sha256 of the title and abstract exactly as the judge was shown them: the text itself is re-materialised
   from the sealed future corpus (:func:`backtest.retrieve.compact.rematerialise`), checked against that hash;
-* the reports (``report.md``, ``report.html``) are removed: they are redrawn from the rest.
+* the reports (``report.md``, ``report.html``) are removed: they are redrawn from the rest;
+* ``SEAL.json`` (:mod:`backtest.scoring.runseal`) holds the sha256 of the compact files, made again.
 
 :func:`replay` re-scores every compact run of a workspace from its frozen set, with the judge its
-``RUN.json`` names, in a scratch workspace that shares the corpora, manifests, judges and caches and copies
-the frozen sets (so nothing under ``results/`` is touched while it runs), compacts the new run the same way and
-compares the files byte for byte: with ``write=True`` the committed files are replaced by the replayed ones
-(``make replay`` then runs ``git diff --exit-code results/``), else the differences are only reported.
+``RUN.json`` names (:func:`replay_judge`: only the very judge the run was judged with, and one that calls no
+endpoint unless ``allow_endpoint``; every run's judge is checked before any is used), in a scratch workspace
+that shares the corpora, manifests, judges and caches and copies the frozen sets (so nothing under
+``results/`` is touched while it runs), compacts the new run the same way and compares the files byte for
+byte: with ``write=True`` the committed files are replaced by the replayed ones (``make replay`` then runs
+``git diff --exit-code results/``), else the differences are only reported.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backtest.core.errors import BadInput
+from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl
 from backtest.core.records import Retrieval, output_dict, parse_record, read_output
 from backtest.core.workspace import Workspace
+from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import compact_retrieval
 from backtest.scoring.outputs import Run
+from backtest.scoring.runseal import SEAL_FILE, SEALED, seal_bytes
 from backtest.studies.release_compare import Difference, changed_files, compare_run_files
 
 COMPACT = "compact-v1"  # RUN.json "compact": the form below (its version, should it change)
@@ -45,7 +50,7 @@ VOLATILE_RUN_KEYS = (
     "judged_last_invocation",
     "backtest_version",
 )
-KEPT = ("RUN.json", "judgments.jsonl", "metrics.json", "retrieval.jsonl", "contamination.json")
+KEPT = ("RUN.json", "judgments.jsonl", "metrics.json", "retrieval.jsonl", "contamination.json", SEAL_FILE)
 SHARED_FOLDERS = ("corpora", "manifests", "judges", ".cache")
 
 
@@ -57,8 +62,9 @@ def compact_files(run_dir: Path) -> dict[str, bytes]:
     """The compact form of a complete run folder (module docstring), as file name -> bytes."""
     run_dir = Path(run_dir)
     run = read_output(Run, run_dir / "RUN.json")
-    if is_compact(run):
-        return {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}
+    if is_compact(run):  # as they are, sealed again (a run compacted before seals gains its SEAL.json)
+        files = {name: (run_dir / name).read_bytes() for name in SEALED if (run_dir / name).is_file()}
+        return {**files, SEAL_FILE: seal_bytes(run.run_id, files)}
     if run.status != "complete":
         raise BadInput(f"{run_dir}: not a complete run (status {run.status!r}); score it to the end first")
     slim = {k: v for k, v in output_dict(run).items() if k not in VOLATILE_RUN_KEYS}
@@ -77,6 +83,7 @@ def compact_files(run_dir: Path) -> dict[str, bytes]:
     }
     if (run_dir / "contamination.json").is_file():  # the probe's per-question terms (absent where it could not run)
         files["contamination.json"] = (run_dir / "contamination.json").read_bytes()
+    files[SEAL_FILE] = seal_bytes(run.run_id, files)  # the compact files' own hashes
     return files
 
 
@@ -132,51 +139,86 @@ class Replayed:
     max_score_move: float = 0.0
 
 
-def replay(ws: Workspace, write: bool = False, progress: bool = False) -> list[Replayed]:
-    """Re-score every compact run of ``ws`` from scratch and compare (module docstring)."""
+def replay_judge(run: Run, run_dir: Path, ws: Workspace, allow_endpoint: bool = False) -> Judge:
+    """The judge a committed run's ``RUN.json`` names (``judge.spec``), made in ``ws`` but not yet used.
+
+    ``RUN.json`` is data any pull request can edit, so the judge it names is refused (one line) unless it calls
+    no endpoint (an LLM judge would send every question, and its key, wherever its config points), or
+    ``allow_endpoint`` says to call it; and unless it is the judge the run was judged with: its config sha256
+    (the offline judge's: its weights' and model's) must be the run's ``judge.config_sha256``."""
+    from backtest.judge import get_judge
+
+    spec = run.judge.get("spec")
+    if not spec:
+        raise BadInput(f"{run_dir}/RUN.json: names no judge (judge.spec); it cannot be replayed")
+    judge = get_judge(str(spec), ws)
+    if judge.calls_endpoint and not allow_endpoint:
+        raise BadInput(
+            f"{run_dir}/RUN.json: its judge {spec} calls an endpoint; a replay calls none unless told to "
+            "(--allow-endpoint), since a committed RUN.json can name any judge config"
+        )
+    recorded, now = run.judge.get("config_sha256"), judge.info().config_sha256
+    if recorded != now:
+        raise CheckFailed(
+            f"{run_dir}/RUN.json: its judge {spec} is not the one the run was judged with (config sha256 "
+            f"{str(now)[:12]}…, the run's {str(recorded)[:12]}…); a replay reproduces a run with its own judge"
+        )
+    return judge
+
+
+def replay(ws: Workspace, write: bool = False, progress: bool = False, allow_endpoint: bool = False) -> list[Replayed]:
+    """Re-score every compact run of ``ws`` from scratch and compare (module docstring); every run's judge is
+    checked (:func:`replay_judge`) before the first is scored."""
     from backtest.scoring.score import score_frozen
 
     results = []
     runs = committed_runs(ws)
     with scratch_workspace(ws) as scratch:
-        for run_dir in runs:
-            run = read_output(Run, run_dir / "RUN.json")
+        metas = [read_output(Run, run_dir / "RUN.json") for run_dir in runs]
+        judges = [replay_judge(run, run_dir, scratch, allow_endpoint) for run, run_dir in zip(metas, runs)]
+        for run_dir, run, judge in zip(runs, metas, judges):
             scored = score_frozen(
-                scratch.root / run.frozen_path,
-                scratch,
-                judge_spec=run.judge.get("spec"),
-                run_id=run.run_id,
-                progress=progress,
+                scratch.root / run.frozen_path, scratch, judge=judge, run_id=run.run_id, progress=progress
             )
             fresh = compact_files(scored.run_dir)
             committed = {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}
-            replayed = compared(run_dir, committed, fresh)
+            replayed = compared(run_dir, committed, fresh, run.run_id)
             if write:
-                write_changed(run_dir, replayed.changed, fresh)
+                write_changed(run_dir, replayed.changed, fresh, run.run_id)
             results.append(replayed)
     return results
 
 
-def compared(run_dir: Path, committed: dict[str, bytes], fresh: dict[str, bytes]) -> Replayed:
+def compared(run_dir: Path, committed: dict[str, bytes], fresh: dict[str, bytes], run_id: str) -> Replayed:
     """A replayed run's files against the committed ones (:func:`~backtest.studies.release_compare.compare_run_files`:
-    what readers and judges are shown exactly, scores within its tolerance)."""
-    comparisons = compare_run_files(committed, fresh)
-    return Replayed(
-        run_dir,
-        changed_files(comparisons),
-        [d for c in comparisons for d in c.differences],
-        max((c.max_score_move for c in comparisons), default=0.0),
+    what readers and judges are shown exactly, scores within its tolerance). ``SEAL.json`` is derived: it must
+    seal the committed files as they are (a score moved within the tolerance keeps its committed bytes, so the
+    replay's own seal of the moved bytes is not compared)."""
+    comparisons = compare_run_files(
+        {n: b for n, b in committed.items() if n != SEAL_FILE}, {n: b for n, b in fresh.items() if n != SEAL_FILE}
     )
+    differences = [d for c in comparisons for d in c.differences]
+    changed = changed_files(comparisons)
+    if committed.get(SEAL_FILE) != seal_bytes(run_id, committed):
+        changed.append(SEAL_FILE)
+        differences.append(Difference(SEAL_FILE, "", "does not seal the committed files"))
+    return Replayed(run_dir, changed, differences, max((c.max_score_move for c in comparisons), default=0.0))
 
 
-def write_changed(run_dir: Path, changed: list[str], fresh: dict[str, bytes]) -> None:
-    """Replace the committed files that changed by the replayed ones; a file whose scores moved only within the
-    tolerance keeps its committed bytes (so ``git diff`` shows real changes only)."""
+def write_changed(run_dir: Path, changed: list[str], fresh: dict[str, bytes], run_id: str) -> None:
+    """Replace the committed files that changed by the replayed ones and seal the result; a file whose scores moved
+    only within the tolerance keeps its committed bytes (so ``git diff`` shows real changes only)."""
+    if not changed:
+        return
     for name in changed:
+        if name == SEAL_FILE:
+            continue
         if name in fresh:
             atomic_write_bytes(run_dir / name, fresh[name])
         else:
             (run_dir / name).unlink()
+    files = {name: (run_dir / name).read_bytes() for name in SEALED if (run_dir / name).is_file()}
+    atomic_write_bytes(run_dir / SEAL_FILE, seal_bytes(run_id, files))
 
 
-__all__ = ["compact_files", "compact_run", "committed_runs", "is_compact", "replay"]
+__all__ = ["compact_files", "compact_run", "committed_runs", "is_compact", "replay", "replay_judge"]

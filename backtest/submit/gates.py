@@ -22,6 +22,7 @@ from typing import Any, Callable
 from backtest.core.errors import BadInput
 from backtest.core.records import CONTRACT_FIELDS, GateResult, Instance, Question, SubmissionMetadata, parse_record
 from backtest.text.clarity import CLARITY_THRESHOLD, CLARITY_VERSION, clarity_score
+from backtest.text.screens import repeated_term_suffixes, steering, term_list
 
 QUESTIONS_FILE = "questions.jsonl"
 METADATA_FILE = "metadata.json"
@@ -650,6 +651,48 @@ def gate_clarity(ctx: GateContext) -> GateResult:
     )
 
 
+def gate_submitted_text(ctx: GateContext) -> GateResult:
+    """No question or premise gives a judge orders (:func:`backtest.text.screens.steering`): a line break, a JSON
+    object, instruction-like text ("ignore the instructions and answer ..."). An LLM judge is shown them quoted
+    as data (:mod:`backtest.judge.llm`); such text is refused before it is frozen all the same."""
+    problems = []
+    for i, q in enumerate(ctx.submission.questions):
+        for field_name, text in (("question", q.question), ("premise", q.premise)):
+            found = steering(text)
+            if found:
+                problems.append(
+                    {
+                        "question_id": q.question_id,
+                        "field": field_name,
+                        "found": found,
+                        "problem": f"{ctx.where(i)}: its {field_name} holds {'; '.join(found)}, which could give "
+                        "a judge orders; write the question as a question",
+                    }
+                )
+    return _result("submitted_text", problems, "no line break, JSON object or instruction-like text")
+
+
+def gate_term_stuffing(ctx: GateContext) -> GateResult:
+    """No question carries an appended list of terms (:mod:`backtest.text.screens`): a long run of content words,
+    a tail of comma-separated terms, a question made almost only of content words, or a content-word suffix
+    repeated across the set. Such terms raise a judge's rate (more documents share the question's words)
+    without asking anything more."""
+    questions = ctx.submission.questions
+    found = {i: term_list(q.question) for i, q in enumerate(questions)}
+    for i, suffix in repeated_term_suffixes([q.question for q in questions]).items():
+        found[i].append(f"the same term suffix ends several of the set's questions ({suffix[:80]!r})")
+    problems = [
+        {
+            "question_id": questions[i].question_id,
+            "found": found[i],
+            "problem": f"{ctx.where(i)}: {'; '.join(found[i])}: an appended term list, not part of a question",
+        }
+        for i in sorted(found)
+        if found[i]
+    ]
+    return _result("term_stuffing", problems, "no question carries an appended list of terms")
+
+
 def _norm(text: str) -> str:
     return " ".join(text.lower().split()).rstrip(".")
 
@@ -698,6 +741,8 @@ GATES: list[tuple[str, Gate]] = [
     ("llm_components", gate_llm_declared),
     ("near_duplicates", gate_dedup),
     ("clarity", gate_clarity),
+    ("submitted_text", gate_submitted_text),
+    ("term_stuffing", gate_term_stuffing),
     ("falsifiable_contract", gate_contract),
 ]
 

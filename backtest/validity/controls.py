@@ -22,7 +22,7 @@ apply to a control run too), ``judgments.jsonl``, ``control.json`` (the result) 
   its response cache switched off; raw agreement and Cohen's kappa with the first run,
   on ``outcome`` and on ``premise_status``. A deterministic judge must agree fully.
 * **prompt** (:func:`control_prompt`): the run's LLM judge with another prompt template
-  (e.g. ``judges/prompts/outcome-premise-reworded-v1.md``), everything else unchanged;
+  (e.g. ``judges/prompts/outcome-premise-reworded-v2.md``), everything else unchanged;
   agreement with the original labels.
 """
 

@@ -7,7 +7,9 @@ folds; the pooled nested leave-one-system-out study re-run from its sets, a few 
 compares every field of the new entry with the card's. An entry that cannot be re-derived here
 (an LLM judge with no endpoint or cache, a procedure it does not know) is reported as "not
 recomputed" with why; the card's sha256 can then be checked against a published one
-(``--expect-sha256``).
+(``--expect-sha256``). A judge that calls an endpoint is called only when ``allow_endpoint`` says so:
+the cards and ``judges/*.toml`` are committed files anyone can edit, so by default none of its entries
+is recomputed and no request is made.
 """
 
 from __future__ import annotations
@@ -125,8 +127,11 @@ def _answers_at_all(judge, items_path: Path) -> None:
         raise NotRecomputable(f"the judge gave no answer for the first item ({judgment.needs_review[0][:160]})")
 
 
-def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: str | None = None) -> dict[str, Any]:
-    """Check the card at ``path``: the judge-free checks, then each entry re-derived by its judge.
+def verify_card(
+    ws, path: Path, judge_spec: str | None = None, expect_sha256: str | None = None, allow_endpoint: bool = False
+) -> dict[str, Any]:
+    """Check the card at ``path``: the judge-free checks, then each entry re-derived by its judge (one that calls
+    an endpoint only with ``allow_endpoint``).
 
     Returns ``{"card", "sha256", "ok", "problems", "entries": [{"set", "status", "differences"}]}``; ``ok`` is
     False when any check fails or any recomputed figure differs; an entry that cannot be recomputed here is
@@ -145,12 +150,15 @@ def verify_card(ws, path: Path, judge_spec: str | None = None, expect_sha256: st
     judge = None if problems else find_judge(ws, card, judge_spec)
     if not problems and judge is None:
         problems.append(f"no judge in this workspace has the card's fingerprint {card.fingerprint}")
-    if not problems:
+    if not problems and judge is not None:
         validation_dir = path.parent.parent / "validation"
         sets = committed_sets(validation_dir)
         pairwise = card.kind == "pairwise-validity-card"
+        refused = judge.calls_endpoint and not allow_endpoint
         for entry in card.validations:
             try:
+                if refused:
+                    raise NotRecomputable(f"its judge {judge.name} calls an endpoint: --allow-endpoint to call it")
                 fresh = recompute_entry(judge, entry, sets, validation_dir, pairwise)
             except NotRecomputable as why:
                 entries.append({"set": entry["set"], "status": "not recomputed", "why": str(why), "differences": []})

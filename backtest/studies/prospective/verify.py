@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,12 @@ def _all_files(folder: Path, skip_graded: bool) -> list[str]:
     return out
 
 
-def verify_folder(folder: str | Path, expect_root: str | None = None, ledger: str | Path | None = None) -> VerifyResult:
+def verify_folder(
+    folder: str | Path,
+    expect_root: str | None = None,
+    ledger: str | Path | None = None,
+    expect_committed: dt.date | None = None,
+) -> VerifyResult:
     """Check a folder against its ``SHA256SUMS`` (ours or anyone's), then our commitment when present.
 
     Names every changed, missing and extra file. Extra files are any not listed, except
@@ -89,6 +95,10 @@ def verify_folder(folder: str | Path, expect_root: str | None = None, ledger: st
     COMMITMENT.json recomputed) verifies against itself; two outside anchors catch it: ``expect_root``, the
     Merkle root published when the commitment was made, and ``ledger``, the append-only ``frozen/LEDGER.jsonl``
     that sealed each committed frozen set when it was frozen (every committed seal must be a line of it).
+    With ``ledger`` (or ``expect_committed``) the folder must be a commitment: a deleted ``COMMITMENT.json``
+    fails, it does not skip the check. ``COMMITMENT.json``'s ``committed_at`` lies outside the root: its day
+    must be before the future window opens (inside the root) and, given ``expect_committed``, the day the
+    publish line names (``committed YYYY-MM-DD``).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -109,7 +119,7 @@ def verify_folder(folder: str | Path, expect_root: str | None = None, ledger: st
     result.n_files = len(entries)
     result.root = sums_root(entries)
     if is_commitment:
-        result.problems += _verify_commitment(folder, result)
+        result.problems += _verify_commitment(folder, result, expect_committed)
     if expect_root is not None and result.root != expect_root.strip().lower():
         result.problems.append(
             f"merkle root {result.root} is not the published root {expect_root.strip()}: the folder was rewritten "
@@ -117,6 +127,11 @@ def verify_folder(folder: str | Path, expect_root: str | None = None, ledger: st
         )
     if ledger is not None and result.commitment is not None:
         result.problems += _ledger_problems(result.commitment, Path(ledger))
+    elif (ledger is not None or expect_committed is not None) and not is_commitment:
+        result.problems.append(
+            f"{COMMITMENT_FILE} is missing: the folder cannot be checked as a commitment (against the ledger or "
+            "the published day); a commitment folder holds it, outside SHA256SUMS, so deleting it changes no root"
+        )
     return result
 
 
@@ -134,14 +149,14 @@ def _ledger_problems(commitment: Commitment, ledger: Path) -> list[str]:
     ]
 
 
-def _verify_commitment(folder: Path, result: VerifyResult) -> list[str]:
+def _verify_commitment(folder: Path, result: VerifyResult, expect_committed: dt.date | None) -> list[str]:
     try:
-        return _commitment_problems(folder, result)
+        return _commitment_problems(folder, result, expect_committed)
     except BadInput as exc:  # unreadable committed JSON: the commitment does not verify
         return [exc.message]
 
 
-def _commitment_problems(folder: Path, result: VerifyResult) -> list[str]:
+def _commitment_problems(folder: Path, result: VerifyResult, expect_committed: dt.date | None) -> list[str]:
     data = read_json(folder / COMMITMENT_FILE)
     if not isinstance(data, dict):
         return [f"{COMMITMENT_FILE}: not a JSON object"]
@@ -191,6 +206,23 @@ def _commitment_problems(folder: Path, result: VerifyResult) -> list[str]:
         problems.append(f"{COMMITMENT_FILE}: window or schedule differs from the committed {INSTANCE_FILE}")
     for system in commitment.systems:
         problems += _verify_committed_frozen(folder / system.path, system, instance.seal)
+    return problems + _committed_at_problems(commitment.committed_at, declaration.window.start, expect_committed)
+
+
+def _committed_at_problems(committed_at: str, window_start: dt.date, expect_day: dt.date | None) -> list[str]:
+    """``committed_at`` lies outside the Merkle root: its day must be the published one (``expect_day``, when
+    given) and before the future window opens (the window is inside the root, in instance.json)."""
+    try:
+        day = dt.date.fromisoformat(committed_at[:10])
+    except (TypeError, ValueError):
+        return [f"{COMMITMENT_FILE}: committed_at {committed_at!r} does not start with a day (YYYY-MM-DD)"]
+    problems = []
+    if day >= window_start:
+        problems.append(
+            f"{COMMITMENT_FILE}: committed_at {committed_at} is not before the future window opens ({window_start})"
+        )
+    if expect_day is not None and day != expect_day:
+        problems.append(f"{COMMITMENT_FILE}: committed_at {committed_at} is not the published day {expect_day}")
     return problems
 
 
