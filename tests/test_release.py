@@ -21,6 +21,7 @@ from backtest.core.workspace import Workspace
 from backtest.corpus.instance import load_instance, open_past_corpus
 from backtest.judge import fitted
 from backtest.retrieve.compact import rematerialise
+from backtest.scoring.runseal import write_seal
 from backtest.scoring.score import score_frozen
 from backtest.studies.demo import make_demo_submission
 from backtest.studies.release import KEPT, committed_runs, compact_files
@@ -129,6 +130,8 @@ def nudge_scores(run_dir, by: float) -> None:
     metrics["mean_top1_similarity"] = round(metrics["mean_top1_similarity"] + by, 6)
     metrics["release"]["mean_top1_retrieval_similarity"] += by
     write_json(run_dir / "metrics.json", metrics)
+    # as if committed from another machine: its files, sealed there
+    write_seal(run_dir, read_json(run_dir / "RUN.json")["run_id"])
 
 
 def write_retrieval(run_dir, rows) -> None:

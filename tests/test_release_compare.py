@@ -123,3 +123,14 @@ def test_a_missing_or_new_file_is_a_change(committed):
     fewer = {k: v for k, v in committed.items() if k != "contamination.json"}
     assert changed_files(compare_run_files(committed, fewer)) == ["contamination.json"]
     assert changed_files(compare_run_files(fewer, committed)) == ["contamination.json"]
+
+
+def test_the_seal_is_derived_and_must_seal_the_committed_files(committed):
+    """SEAL.json is not compared byte for byte (a replay's seal of bytes moved within the tolerance differs),
+    but a committed seal that no longer seals the committed files is a change."""
+    fresh = nudged(committed, 1e-6)
+    fresh["SEAL.json"] = b'{"moved": true}\n'
+    assert compared(RUN, committed, fresh).changed == []
+    forged = {**committed, "SEAL.json": committed["SEAL.json"].replace(b'"run_id"', b'"run_id" ', 1)}
+    replayed = compared(RUN, forged, committed)
+    assert replayed.changed == ["SEAL.json"] and "does not seal" in replayed.differences[0].line()

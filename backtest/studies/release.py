@@ -182,24 +182,25 @@ def replay(ws: Workspace, write: bool = False, progress: bool = False, allow_end
             )
             fresh = compact_files(scored.run_dir)
             committed = {name: (run_dir / name).read_bytes() for name in KEPT if (run_dir / name).is_file()}
-            replayed = compared(run_dir, committed, fresh, run.run_id)
+            replayed = compared(run_dir, committed, fresh)
             if write:
                 write_changed(run_dir, replayed.changed, fresh, run.run_id)
             results.append(replayed)
     return results
 
 
-def compared(run_dir: Path, committed: dict[str, bytes], fresh: dict[str, bytes], run_id: str) -> Replayed:
+def compared(run_dir: Path, committed: dict[str, bytes], fresh: dict[str, bytes]) -> Replayed:
     """A replayed run's files against the committed ones (:func:`~backtest.studies.release_compare.compare_run_files`:
-    what readers and judges are shown exactly, scores within its tolerance). ``SEAL.json`` is derived: it must
-    seal the committed files as they are (a score moved within the tolerance keeps its committed bytes, so the
-    replay's own seal of the moved bytes is not compared)."""
+    what readers and judges are shown exactly, scores within its tolerance). ``SEAL.json`` is derived, not
+    compared: a score moved within the tolerance keeps its committed bytes, so the replay's seal of the moved bytes
+    may differ; when nothing else changed, the committed seal must seal the committed files."""
     comparisons = compare_run_files(
         {n: b for n, b in committed.items() if n != SEAL_FILE}, {n: b for n, b in fresh.items() if n != SEAL_FILE}
     )
     differences = [d for c in comparisons for d in c.differences]
     changed = changed_files(comparisons)
-    if committed.get(SEAL_FILE) != seal_bytes(run_id, committed):
+    run_id = str(json.loads(committed.get("RUN.json", b"{}")).get("run_id", ""))
+    if not changed and committed.get(SEAL_FILE) != seal_bytes(run_id, committed):
         changed.append(SEAL_FILE)
         differences.append(Difference(SEAL_FILE, "", "does not seal the committed files"))
     return Replayed(run_dir, changed, differences, max((c.max_score_move for c in comparisons), default=0.0))
