@@ -322,8 +322,9 @@ def annotate_plan(ctx, runs, halfwidth, labels, budget_hours, budget_items, as_j
             f"  {p.system:<22} N={p.n:<4} read {p.n_to_read:>4}{hours} (labels alone: {p.n_labels_only:>4}); "
             f"rate ~{p.rate:.0%} from {p.rate_from}; rho {p.rho:.2f} from {p.rho_from}"
         )
-        if p.halfwidth_of_budget is not None:
-            line += f"; its {p.budget_share} items of {budget} buy +-{p.halfwidth_of_budget:.1%}"
+        if p.halfwidth_of_budget is not None and p.budget_share is not None:
+            share = f"{p.budget_share} items" if p.budget_share <= p.n else f"{p.budget_share} items, more than its N"
+            line += f"; its share of {budget} ({share}) buys +-{p.halfwidth_of_budget:.1%}"
         click.echo(line)
     total = sum(p.n_to_read for p in plans)
     pace = plans[0].seconds_per_item if plans else None
