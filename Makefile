@@ -25,11 +25,11 @@ install:  ## create .venv and install backtest with its test, local-LLM, dev, Ra
 
 # Debian's Chromium, for the test that opens report.html in a headless browser (it skips without one).
 # A system package: needs root or sudo; without either this says so and installs nothing.
-install-browser:  ## install Debian's chromium (root or sudo) for the report screenshot test
-	@if command -v chromium >/dev/null 2>&1; then echo "chromium present: $$(command -v chromium)"; \
-	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	else echo "cannot install chromium (not root, no sudo): the report screenshot test will skip"; fi
+install-browser:  ## install Debian's chromium and chromium-driver (root or sudo) for the page tests (report, reading desk)
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then echo "chromium present: $$(command -v chromium)"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "cannot install chromium (not root, no sudo): the page tests will skip"; fi
 
 test:  ## the whole suite, slow real-model and real-server tests included
 	$(BIN)/pytest

@@ -149,7 +149,7 @@ def test_annotate_plan_on_a_committed_run(capsys):
 
     run = next(p for p in _runs("astro-2025") if p.parent.name == "citation_leaders")
     code, out, err = run_cli(
-        ["annotate", "plan", run, "--halfwidth", "0.1", "--labels", ASTRO_LABELS, "--budget", "60", "--json"],
+        ["annotate", "plan", run, "--halfwidth", "0.1", "--labels", ASTRO_LABELS, "--budget-items", "60", "--json"],
         root=REPO,
         capsys=capsys,
     )

@@ -447,10 +447,10 @@ def test_estimate_guards_its_inputs_and_finds_a_run_by_its_absolute_path(capsys,
 
 
 def test_plan_hands_out_the_budget_it_is_given(capsys):
-    """Item 13: --budget 1 for two runs gave each run 1 item (2 in all)."""
+    """Item 13: --budget 1 (now --budget-items) for two runs gave each run 1 item (2 in all)."""
     runs = [CITATION, REVIEW]
-    assert "less than one item for each" in refused(capsys, ["annotate", "plan", *runs, "--budget", "1"], code=2)
-    code, out, err = run_cli(["annotate", "plan", *runs, "--budget", "3", "--json"], root=REPO, capsys=capsys)
+    assert "less than one item for each" in refused(capsys, ["annotate", "plan", *runs, "--budget-items", "1"], code=2)
+    code, out, err = run_cli(["annotate", "plan", *runs, "--budget-items", "3", "--json"], root=REPO, capsys=capsys)
     assert code == 0, err
     assert [p["budget_share"] for p in json.loads(out)] == [2, 1]
 

@@ -95,6 +95,20 @@ class RateEstimate(BaseModel):
     disagreements: int  # sampled items on which readers split on this rate with no adjudication
 
 
+class ReaderTime(BaseModel):
+    """What the careful reading behind one run's grounded rates cost, from the seconds the reading desk records
+    (``annotate serve``): every reader's label on the run's sampled items (the derived adjudicated labels not
+    counted) and every adjudication decision on them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    labels: int  # readers' labels on the run's sampled items
+    timed: int  # of them, those that carry their seconds
+    decisions: int  # adjudication decisions on those items
+    seconds: float  # the timed labels' and decisions' seconds, summed
+    hours: float | None  # seconds / 3600 when every label is timed; None when some were given without a time
+
+
 class RunEstimate(BaseModel):
     """The label-grounded rates of one run."""
 
@@ -112,6 +126,7 @@ class RunEstimate(BaseModel):
     reader_outcomes: dict[str, float]  # the readers' outcome labels over the sample (shares when split)
     flags: list[str]  # a collapsed judge (module docstring)
     notes: list[str] = []  # why the judge's labels were not used (a judge fitted on the sample): lambda 0
+    reading: ReaderTime | None = None  # the reader-hours these rates cost (None only in reports made before)
 
 
 class Difference(BaseModel):
@@ -385,6 +400,45 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
         reader_outcomes={o: round(reader_outcomes.get(o, 0.0), 4) for o in OUTCOMES},
         flags=collapse_flags(dict(judge_outcomes), reader_outcomes),
         notes=[note] if note else [],
+        reading=reader_time(label_set, item_ids),
+    )
+
+
+def reader_time(label_set: LabelSet, item_ids: Sequence[str]) -> ReaderTime:
+    """The reading of ``item_ids`` in ``label_set``: labels, timed labels, adjudication decisions, seconds."""
+    from backtest.core.fileio import iter_jsonl
+
+    wanted = set(item_ids)
+    labels = [
+        lab for name, r in label_set.readers.items() if name != ADJUDICATED for i, lab in r.items() if i in wanted
+    ]
+    timed = [lab.seconds for lab in labels if lab.seconds is not None]
+    decisions = label_set.folder / "adjudication.jsonl"
+    decided = [row for _, row in iter_jsonl(decisions) if row.get("item_id") in wanted] if decisions.is_file() else []
+    spent = sum(timed) + sum(float(d.get("seconds") or 0.0) for d in decided)
+    every = bool(labels) and len(timed) == len(labels)
+    return ReaderTime(
+        labels=len(labels),
+        timed=len(timed),
+        decisions=len(decided),
+        seconds=round(spent, 1),
+        hours=round(spent / 3600, 3) if every else None,
+    )
+
+
+def reading_line(run: RunEstimate) -> str | None:
+    """One line: the reader-hours the run's grounded rates cost (or how much of the reading was timed)."""
+    r = run.reading
+    if r is None:
+        return None
+    if r.hours is not None:
+        return (
+            f"reading: {run.system} ({run.instance}): {r.hours:.2f} reader-hours ({r.labels} timed labels"
+            f"{f', {r.decisions} adjudication decisions' if r.decisions else ''}) ground these rates"
+        )
+    return (
+        f"reading: {run.system} ({run.instance}): {r.timed} of {r.labels} labels timed, so the reader-hours are "
+        "unknown (labels imported from sheets carry no time; `backtest annotate serve` records it)"
     )
 
 
@@ -530,6 +584,8 @@ def render_text(report: EstimateReport, rates: Sequence[str] = (HEADLINE, "answe
             )
         lines.append("")
     for run in report.runs:
+        if (line := reading_line(run)) is not None:
+            lines.append(line)
         for note in run.notes:
             lines.append(f"warning: {run.system} ({run.instance}): {note}")
         for flag in run.flags:
@@ -560,8 +616,27 @@ class RunPlan(BaseModel):
     rho_from: str
     n_to_read: int  # for the half-width asked
     n_labels_only: int  # the same half-width from labels alone (rho = 0)
-    budget_share: int | None = None  # this run's share of --budget (split as evenly as can be; sums to it)
+    budget_share: int | None = None  # this run's share of the budget's items (split as evenly as can be)
     halfwidth_of_budget: float | None = None  # the half-width that share buys
+    seconds_per_item: float | None = None  # the readers' median seconds an item, when the pilot's labels are timed
+    seconds_from: str | None = None  # which labels that median is of
+    hours_to_read: float | None = None  # n_to_read at that pace, in reader-hours
+
+
+def reading_pace(label_sets: Sequence[LabelSet]) -> tuple[float, int] | None:
+    """The readers' median seconds an item over every timed label of ``label_sets`` (the derived adjudicated
+    labels not counted) and how many labels it is the median of; None when no label carries its seconds."""
+    import statistics
+
+    times = [
+        lab.seconds
+        for s in label_sets
+        for name, r in s.readers.items()
+        if name != ADJUDICATED
+        for lab in r.values()
+        if lab.seconds is not None
+    ]
+    return (float(statistics.median(times)), len(times)) if times else None
 
 
 def _pearson(a: Sequence[float], b: Sequence[float]) -> float | None:
@@ -572,28 +647,55 @@ def _pearson(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(np.corrcoef(np.asarray(a, dtype=float), np.asarray(b, dtype=float))[0, 1])
 
 
+def _budget_items(items: int | None, hours: float | None, pace: tuple[float, int] | None, runs: int) -> int | None:
+    """The budget in items: ``items`` as given, or ``hours`` at the readers' median seconds an item (``pace``);
+    BadInput, one line, for both or neither way, hours without timed labels, or less than an item a run."""
+    if items is not None and hours is not None:
+        raise BadInput("give the budget in hours (--budget) or in items (--budget-items), not both")
+    if hours is not None:
+        if pace is None:
+            raise BadInput(
+                f"--budget {hours:g} is reader-hours, and no label in --labels carries the seconds its reader "
+                "spent (labels read at `backtest annotate serve` do); give the budget in items with --budget-items"
+            )
+        if not 0 < hours < 1e6:  # NaN fails this too
+            raise BadInput(f"--budget {hours} must be a positive number of hours")
+        items = int(hours * 3600 // pace[0])
+        if items < runs:
+            raise BadInput(
+                f"--budget {hours:g} h buys {items} item(s) at the readers' median {pace[0]:.0f} s an item: "
+                f"less than one for each of the {runs} runs"
+            )
+    elif items is not None and items < runs:
+        raise BadInput(f"--budget-items {items} is less than one item for each of the {runs} runs")
+    return items
+
+
 def plan_runs(
     run_dirs: Sequence[str | Path],
     halfwidth: float,
     ws: Workspace,
     labels: Sequence[str | Path] = (),
     budget: int | None = None,
+    budget_hours: float | None = None,
 ) -> list[RunPlan]:
     """Per run: how many questions to read for a 95% coverage interval of ``halfwidth``
     (:func:`~backtest.core.ppi.samples_for_halfwidth`), given the judge's correlation with the readers measured on
     a pilot sample (``labels``: this run's, else pooled over the pilot's runs), else its validity card's engaged
     kappa, else none (labels alone); and what each run's share of ``budget`` items buys (split as evenly as can
-    be: the shares sum to ``budget``, and less than one item per run is refused)."""
+    be: the shares sum to ``budget``, and less than one item per run is refused). ``budget_hours``: the budget in
+    reader-hours instead, turned into items at the readers' median seconds an item on the pilot's timed labels
+    (:func:`reading_pace`; refused when none is timed); every plan then says its reading in hours too."""
     from backtest.analysis.reading.sample import quotas
     from backtest.core.ppi import halfwidth_for_samples, samples_for_halfwidth
     from backtest.judge.cards import run_validity
 
     if not 0 < halfwidth < 1:  # a NaN fails this too
         raise BadInput(f"--halfwidth {halfwidth} must lie strictly between 0 and 1")
-    if budget is not None and budget < len(run_dirs):
-        raise BadInput(f"--budget {budget} is less than one item for each of the {len(run_dirs)} runs")
-    shares = quotas(budget, len(run_dirs)) if budget is not None else [None] * len(run_dirs)
     label_sets = [load_label_set(p) for p in labels]
+    pace = reading_pace(label_sets)
+    budget = _budget_items(budget, budget_hours, pace, len(run_dirs))
+    shares = quotas(budget, len(run_dirs)) if budget is not None else [None] * len(run_dirs)
     test = RATES[HEADLINE]
     pooled: tuple[list[float], list[float]] = ([], [])
     pilot: dict[str, tuple[list[float], list[float]]] = {}
@@ -652,5 +754,9 @@ def plan_runs(
             plan.budget_share = share
             if n:
                 plan.halfwidth_of_budget = round(halfwidth_for_samples(rate, rho, min(share, n)), 4)
+        if pace is not None:
+            plan.seconds_per_item = round(pace[0], 1)
+            plan.seconds_from = f"the readers' median over {pace[1]} timed labels in --labels"
+            plan.hours_to_read = round(plan.n_to_read * pace[0] / 3600, 2)
         plans.append(plan)
     return plans

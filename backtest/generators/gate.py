@@ -41,6 +41,7 @@ from backtest.generators.outputs import (
     Candidate,
     DrawnItem,
     GateDecision,
+    GateLabel,
     ReviewDecode,
     ReviewItem,
 )
@@ -294,7 +295,7 @@ earlier *work* unless the sentence says which earlier result or view it contradi
 # --------------------------------------------------------------------------- import
 
 
-def _row_decision(row: dict[str, str], where: str) -> tuple[str, str | None, str | None, str]:
+def row_decision(row: dict[str, str], where: str) -> tuple[str, str | None, str | None, str]:
     decision = (row.get("decision") or "").strip().lower()
     kind = (row.get("type") or "").strip() or None
     reason = (row.get("reason") or "").strip() or None
@@ -306,6 +307,14 @@ def _row_decision(row: dict[str, str], where: str) -> tuple[str, str | None, str
     if decision == "reject" and reason not in REJECT_REASONS:
         raise BadInput(f"{where}: a rejected item needs a reason, one of {', '.join(REJECT_REASONS)} (got {reason!r})")
     return decision, kind if decision == "accept" else None, reason if decision == "reject" else None, notes
+
+
+def desk_rows(path: Path) -> Iterable[tuple[int, dict[str, str]]]:
+    """The reading desk's labels file of a batch (:class:`~backtest.generators.outputs.GateLabel` lines) as the
+    sheet's rows (``annotate serve`` writes it; ``gate import`` takes it as it takes ``sheet.csv``)."""
+    for lineno, obj in iter_jsonl(path):
+        label = parse_record(GateLabel, obj, f"{path}:{lineno}")
+        yield lineno, {k: v or "" for k, v in label.model_dump(include=set(SHEET_FIELDS)).items()}
 
 
 def import_sheet(
@@ -338,7 +347,8 @@ def import_sheet(
     stamp = (now or dt.datetime.now(dt.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows: dict[str, GateDecision] = {}
     with open(sheet, newline="", encoding="utf-8") as handle:
-        for lineno, row in enumerate(csv.DictReader(handle), 2):
+        sheet_rows = desk_rows(sheet) if sheet.suffix == ".jsonl" else enumerate(csv.DictReader(handle), 2)
+        for lineno, row in sheet_rows:
             where = f"{sheet}:{lineno}"
             item_id = (row.get("item_id") or "").strip()
             if item_id not in drawn:
@@ -352,7 +362,7 @@ def import_sheet(
                     f"{where}: candidate of {item_id} is unknown or changed since {batch.name} was "
                     "exported; export a new batch"
                 )
-            decision, kind, reason, notes = _row_decision(row, where)
+            decision, kind, reason, notes = row_decision(row, where)
             rows[item_id] = GateDecision(
                 candidate_id=d.candidate_id,
                 content_sha256=d.content_sha256,

@@ -115,6 +115,21 @@ class ReviewDecode(Output):
     items: list[DrawnItem]
 
 
+class GateLabel(Versioned):
+    """One reader's answer on a review item as the reading desk saves it (``labels/<reader>.jsonl`` in the batch
+    folder): the columns of the sheet ``gate import`` takes, and the seconds spent; ``gate import`` takes the
+    file as that sheet."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    decision: Literal["accept", "reject"]
+    type: TensionType | None = None
+    reason: RejectReason | None = None
+    notes: str = ""
+    seconds: float | None = Field(default=None, ge=0)
+
+
 class GateDecision(Versioned):
     """One reader's decision on one candidate."""
 

@@ -76,6 +76,8 @@ ANSI_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 LABELS_LOCK = ".labels.lock"
 #: the labels adjudication derives (no reader may be imported under this name)
 ADJUDICATED = "adjudicated"
+#: the two readers adjudication settles unless told others
+READERS = ("reader_a", "reader_b")
 SHEET_COLUMNS = ("item_id", "outcome", "premise_status", "confidence", "cited", "notes")
 PAIR_SHEET_COLUMNS = ("item_id", "better", "confidence", "notes")
 BETTER = ("a", "b", "tie")
@@ -424,9 +426,18 @@ def _split_ids(value: str) -> list[str]:
 
 
 def import_sheet(
-    sheet: str | Path, items_dir: str | Path, rater: str, out: str | Path | None = None, replace: bool = False
+    sheet: str | Path,
+    items_dir: str | Path,
+    rater: str,
+    out: str | Path | None = None,
+    replace: bool = False,
+    completed_by: str | None = None,
 ) -> dict[str, Any]:
     """Validate a filled sheet against its items; write ``labels/<rater>.jsonl``. CheckFailed lists every problem.
+
+    A ``.json`` SHEET is Label Studio's JSON export of the tasks ``annotate export --format label-studio`` wrote
+    (:mod:`~backtest.analysis.reading.labelstudio`; ``completed_by`` picks one annotator): its answers are checked
+    as a sheet's rows are, and each annotation's ``lead_time`` becomes its label's seconds.
 
     A reader's file that exists is replaced only with ``replace``; the check and the write hold a lock on the
     labels folder (:data:`LABELS_LOCK`), so concurrent imports of one reader write once and refuse the rest.
@@ -448,7 +459,22 @@ def import_sheet(
         raise BadInput(f"{items_dir}: no items.jsonl or pairs.jsonl (give the folder annotate export wrote)")
     records = read_records(source, PairItem if pairwise else AnnotationItem)
     shown = {r.item_id: ([d.id for d in r.documents] if not pairwise else []) for r in records}
-    rows = _read_sheet(sheet, PAIR_SHEET_COLUMNS if pairwise else SHEET_COLUMNS)
+    columns = PAIR_SHEET_COLUMNS if pairwise else SHEET_COLUMNS
+    seconds: dict[str, float] = {}
+    if sheet.suffix.lower() == ".json":
+        from backtest.analysis.reading.labelstudio import read_export
+
+        rows, seconds = read_export(sheet, columns, completed_by)
+        for k, row in rows:
+            if any(CONTROL_CHARS.search(v) for v in row.values()):
+                raise BadInput(
+                    f"{sheet}: task {k}: a control character (NUL, an ANSI escape or a bidirectional "
+                    "override) in an answer; remove it and import again"
+                )
+    elif completed_by is not None:
+        raise BadInput("--completed-by picks an annotator of a Label Studio export (a .json SHEET)")
+    else:
+        rows = _read_sheet(sheet, columns)
     problems: list[str] = []
     labels: list[Any] = []
     seen: set[str] = set()
@@ -462,14 +488,10 @@ def import_sheet(
             problems.append(f"{where}: {item_id} appears twice")
             continue
         seen.add(item_id)
-        conf = row["confidence"]
-        if conf and conf not in ("1", "2", "3"):
-            problems.append(f"{where}: {item_id}: confidence {conf!r} must be 1, 2 or 3")
-            conf = ""
-        label, wrong = (_pair_label if pairwise else _item_label)(row, f"{where}: {item_id}", conf, shown[item_id])
+        label, wrong = row_label(row, f"{where}: {item_id}", shown[item_id], pairwise)
         problems += wrong
         if label is not None:
-            labels.append(label)
+            labels.append(label.model_copy(update={"seconds": seconds[item_id]}) if item_id in seconds else label)
     missing = [i for i in shown if i not in seen]
     if missing:
         problems.append(
@@ -478,8 +500,6 @@ def import_sheet(
         )
     if problems:
         raise CheckFailed(f"{sheet}: {len(problems)} problem(s), nothing written: {problems[0]}", details=problems)
-    order = {r.item_id: k for k, r in enumerate(records)}
-    labels.sort(key=lambda lab: order[lab.item_id])
     with file_lock(target.parent / LABELS_LOCK):
         replaced = target.exists()
         if replaced and not replace:
@@ -487,9 +507,29 @@ def import_sheet(
                 f"{target}: exists (reader {rater!r} was imported before); pass --replace to replace their labels, "
                 "or import this sheet under another --rater"
             )
-        write_jsonl(target, [lab.model_dump(mode="json", exclude_none=True) for lab in labels])
+        write_labels(target, labels, [r.item_id for r in records])
         stale = replaced and (target.parent / f"{ADJUDICATED}.jsonl").is_file()
     return {"labels": str(target), "n": len(labels), "pairwise": pairwise, "adjudication_stale": stale}
+
+
+def write_labels(target: Path, labels: Sequence[Any], order: Sequence[str]) -> None:
+    """A reader's labels file, atomically, in item order: one canonical JSON line a label (the only writer of that
+    format: ``annotate import`` and the reading desk both call it, under the labels folder's lock)."""
+    rank = {item: k for k, item in enumerate(order)}
+    ordered = sorted(labels, key=lambda lab: rank[lab.item_id])
+    write_jsonl(target, [lab.model_dump(mode="json", exclude_none=True) for lab in ordered])
+
+
+def row_label(row: dict[str, str], where: str, shown: list[str], pairwise: bool) -> tuple[Any, list[str]]:
+    """One answer, as a sheet row (the sheet's columns, values stripped), as its label or None and every reason it
+    is not one (``where`` names the row): the rules of ``annotate import``, which the reading desk applies to each
+    answer it saves."""
+    conf, problems = row["confidence"], []
+    if conf and conf not in ("1", "2", "3"):
+        problems.append(f"{where}: confidence {conf!r} must be 1, 2 or 3")
+        conf = ""
+    label, wrong = (_pair_label if pairwise else _item_label)(row, where, conf, shown)
+    return (None if problems else label), problems + wrong
 
 
 def _pair_label(row: dict[str, str], where: str, conf: str, shown: list[str]) -> tuple[PairLabel | None, list[str]]:
@@ -644,6 +684,8 @@ class Decision(Versioned):
     reader_b: str
     adjudicated: str
     reason: str = Field(min_length=1)
+    readers: tuple[str, str] | None = None  # whose readings, when not reader_a's and reader_b's
+    seconds: float | None = Field(default=None, ge=0)  # time spent deciding (``annotate serve --adjudicate``)
 
     @field_validator("reason")
     @classmethod
@@ -654,7 +696,7 @@ class Decision(Versioned):
         return cleaned
 
 
-def disagreements(items_dir: str | Path, readers: tuple[str, str] = ("reader_a", "reader_b")) -> list[dict[str, Any]]:
+def disagreements(items_dir: str | Path, readers: tuple[str, str] = READERS) -> list[dict[str, Any]]:
     """Every (item, field) on which the two readers' labels differ, as a decision to fill in (``adjudicated`` and
     ``reason`` empty)."""
     a, b = (_reader(Path(items_dir), r) for r in readers)
@@ -684,11 +726,14 @@ def _reader(items_dir: Path, name: str) -> dict[str, Label]:
     return {lab.item_id: lab for lab in read_labels(path)}
 
 
-def _decide(items_dir: Path, decisions_path: Path) -> tuple[list[Label], list[Decision], list[str]]:
-    """The adjudicated labels of ``items_dir`` from reader_a's and reader_b's labels and the decisions (in item
-    order), the decisions kept (:func:`adjudicate`), and every problem with the decisions (none: all is sound)."""
-    a, b = _reader(items_dir, "reader_a"), _reader(items_dir, "reader_b")
-    mismatch = f"{items_dir}: reader_a and reader_b labelled different items"
+def _decide(
+    items_dir: Path, decisions_path: Path, readers: tuple[str, str] = READERS
+) -> tuple[list[Label], list[Decision], list[str]]:
+    """The adjudicated labels of ``items_dir`` from the two readers' labels (reader_a's and reader_b's unless
+    ``readers`` names others) and the decisions (in item order), the decisions kept (:func:`adjudicate`), and every
+    problem with the decisions (none: all is sound)."""
+    a, b = _reader(items_dir, readers[0]), _reader(items_dir, readers[1])
+    mismatch = f"{items_dir}: {readers[0]} and {readers[1]} labelled different items"
     wanted = {(d["item_id"], d["field"]): d for d in _disagreements(a, b, mismatch)}
     decided: dict[tuple[str, str], Decision] = {}
     problems = []
@@ -729,14 +774,19 @@ def _decide(items_dir: Path, decisions_path: Path) -> tuple[list[Label], list[De
     return labels, [decided[k] for k in sorted(decided)], problems
 
 
-def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, Any]:
-    """Write ``labels/adjudicated.jsonl`` and ``adjudication.jsonl`` from two readers' labels and a decision for
-    each of their disagreements (each decision one of the two readings, with its reason). An item's label is
-    the readers' where they agree; the cited documents of an engaged item are those either reader cited who
-    found it engaged. Refuses (nothing written) a missing, extra or invalid decision."""
+def adjudicate(items_dir: str | Path, decisions_path: str | Path, readers: tuple[str, str] = READERS) -> dict[str, Any]:
+    """Write ``labels/adjudicated.jsonl`` and ``adjudication.jsonl`` from two readers' labels (``readers``) and a
+    decision for each of their disagreements (each decision one of the two readings, with its reason). An item's
+    label is the readers' where they agree; the cited documents of an engaged item are those either reader cited
+    who found it engaged. Refuses (nothing written) a missing, extra or invalid decision. Readers other than
+    reader_a and reader_b are named on every decision written (``readers``), so :func:`check_adjudicated` knows
+    whose labels the adjudicated ones follow from."""
     items_dir = Path(items_dir)
+    check_readers(readers)
     with file_lock(items_dir / "labels" / LABELS_LOCK):
-        labels, decided, problems = _decide(items_dir, Path(decisions_path))
+        labels, decided, problems = _decide(items_dir, Path(decisions_path), readers)
+        if readers != READERS:
+            decided = [d.model_copy(update={"readers": readers}) for d in decided]
         if problems:
             raise CheckFailed(f"{decisions_path}: {len(problems)} problem(s), nothing written: {problems[0]}", problems)
         write_jsonl(
@@ -744,9 +794,38 @@ def adjudicate(items_dir: str | Path, decisions_path: str | Path) -> dict[str, A
             [lab.model_dump(mode="json", exclude_none=True) for lab in labels],
         )
         write_jsonl(
-            items_dir / "adjudication.jsonl", [d.model_dump(mode="json", exclude={"schema_version"}) for d in decided]
+            items_dir / "adjudication.jsonl",
+            [d.model_dump(mode="json", exclude={"schema_version"}, exclude_none=True) for d in decided],
         )
     return {"n": len(labels), "decided": len(decided)}
+
+
+def adjudicated_readers(items_dir: Path) -> tuple[str, str]:
+    """Whose labels ``adjudication.jsonl`` settled: the ``readers`` its decisions name, else reader_a and reader_b."""
+    path = items_dir / "adjudication.jsonl"
+    for _, row in iter_jsonl(path) if path.is_file() else ():
+        named = row.get("readers")
+        if named is not None:
+            try:
+                return check_readers(tuple(named) if isinstance(named, list) else named)
+            except BadInput as exc:
+                raise CheckFailed(f"{path}:1: readers {named!r}: {exc}") from None
+        break
+    return READERS
+
+
+def check_readers(readers: Any) -> tuple[str, str]:
+    """Two different readers' safe names, neither ``adjudicated`` (BadInput, one line, otherwise)."""
+    if not isinstance(readers, tuple) or len(readers) != 2 or not all(isinstance(r, str) for r in readers):
+        raise BadInput("name two readers")
+    try:
+        for r in readers:
+            check_safe_name(r, "reader name")
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    if readers[0] == readers[1] or ADJUDICATED in readers:
+        raise BadInput(f"adjudicate two different readers, neither {ADJUDICATED!r} (got {readers[0]}, {readers[1]})")
+    return readers
 
 
 def check_adjudicated(items_dir: str | Path) -> None:
@@ -761,7 +840,8 @@ def check_adjudicated(items_dir: str | Path) -> None:
     if not written.is_file():
         return
     again = f"`backtest annotate adjudicate {items_dir} --decisions DECISIONS`"
-    needed = [items_dir / "labels" / "reader_a.jsonl", items_dir / "labels" / "reader_b.jsonl"]
+    readers = adjudicated_readers(items_dir)
+    needed = [items_dir / "labels" / f"{readers[0]}.jsonl", items_dir / "labels" / f"{readers[1]}.jsonl"]
     needed.append(items_dir / "adjudication.jsonl")
     missing = [p.name for p in needed if not p.is_file()]
     if missing:
@@ -769,7 +849,7 @@ def check_adjudicated(items_dir: str | Path) -> None:
             f"{written}: {', '.join(missing)} missing, so the adjudicated labels cannot be checked to follow from "
             f"the readers' labels and the decisions; they are written only by {again}"
         )
-    derived, _, problems = _decide(items_dir, items_dir / "adjudication.jsonl")
+    derived, _, problems = _decide(items_dir, items_dir / "adjudication.jsonl", readers)
     if problems:
         raise CheckFailed(
             f"{written}: adjudication.jsonl no longer settles the readers' disagreements ({problems[0]}); a reader "

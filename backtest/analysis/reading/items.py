@@ -85,6 +85,7 @@ class Label(Versioned):
     confidence: int | None = Field(default=None, ge=1, le=3)
     cited: list[str] = Field(default_factory=list)
     notes: str = ""
+    seconds: float | None = Field(default=None, ge=0)  # reading time (``annotate serve``); None from a sheet
 
     _id = field_validator("item_id")(classmethod(lambda cls, v: _check_item_id(v)))
 
@@ -121,6 +122,7 @@ class PairLabel(Versioned):
     better: Literal["a", "b", "tie"]
     confidence: int | None = Field(default=None, ge=1, le=3)
     notes: str = ""
+    seconds: float | None = Field(default=None, ge=0)  # reading time (``annotate serve``); None from a sheet
 
     _id = field_validator("item_id")(classmethod(lambda cls, v: _check_item_id(v)))
 
