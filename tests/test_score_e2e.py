@@ -28,6 +28,7 @@ from backtest.core.fileio import iter_jsonl, read_json
 from backtest.core.seal import sha256_file
 from backtest.core.workspace import Workspace
 from backtest.corpus.instance import load_instance, open_past_corpus
+from backtest.scoring.runseal import write_seal
 from backtest.scoring.score import score_frozen
 from backtest.studies.demo import make_demo_submission
 from backtest.submit.freeze import freeze_submission
@@ -147,6 +148,9 @@ def test_every_output_file_of_a_run_loads_through_its_model(score_ws, capsys):
     (run_dir / "metrics.json").write_text(json.dumps({**metrics, "schema_version": "9"}))
     with pytest.raises(BadInput, match=r"metrics.json: schema_version: .*unknown schema_version '9'"):
         read_output(Metrics, run_dir / "metrics.json")
+    code, _, err = run_cli(["compare", str(run_dir), str(run_dir)], root=ws.root, capsys=capsys)
+    assert code == 1 and "metrics.json" in err and "seal" in err  # an edited run differs from its seal first
+    write_seal(run_dir, run_dir.name)  # sealed as edited: the unknown version itself is what is refused
     code, _, err = run_cli(["compare", str(run_dir), str(run_dir)], root=ws.root, capsys=capsys)
     assert code == 2 and "unknown schema_version '9'" in err and len(err.strip().splitlines()) == 1
 
