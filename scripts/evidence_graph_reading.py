@@ -50,14 +50,13 @@ HELDOUT_DEFINITIONS = {
 
 
 def export_items(out: Path, n: int, seed: int) -> None:
-    from backtest.core.fileio import write_json, write_jsonl
     from backtest.core.workspace import Workspace
     from backtest.corpus.instance import load_instance, open_past_corpus
     from backtest.generators.evidence_graph import EvidenceGraph
     from backtest.generators.protocol import GenerationContext
 
     ws = Workspace.from_env(".")
-    items, key = [], {}
+    items: list[dict] = []
     for instance_id in INSTANCES:
         instance = load_instance(instance_id, ws)
         ctx = GenerationContext(instance=instance, past=open_past_corpus(instance, ws), seed=seed)
@@ -87,24 +86,17 @@ def export_items(out: Path, n: int, seed: int) -> None:
                     "_instance": instance_id,
                 }
             )
-    random.Random(seed + 20261203).shuffle(items)
-    rows = []
-    for i, item in enumerate(items, 1):
-        item_id = f"eg-{i:03d}"
-        key[item_id] = {"instance": item.pop("_instance"), "type": item["type"]}
-        rows.append({"id": item_id, **item})
-    write_jsonl(out / "items.jsonl", rows)
-    write_json(out / "key.json", key)
+    write_blinded(out, items, random.Random(seed + 20261203), "eg")
 
 
 def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
-    from backtest.core.fileio import iter_jsonl, write_json, write_jsonl
+    from backtest.core.fileio import iter_jsonl
     from backtest.core.workspace import Workspace
     from backtest.corpus.instance import load_instance, open_past_corpus
     from backtest.generators.extract import analyse_corpus
 
     ws = Workspace.from_env(".")
-    items, key = [], {}
+    items: list[dict] = []
     for spec in sets:
         instance_id, folder = spec.split("=", 1)
         instance = load_instance(instance_id, ws)
@@ -137,10 +129,18 @@ def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
                     "_instance": instance_id,
                 }
             )
-    random.Random(seed + 20261204).shuffle(items)
-    rows = []
+    write_blinded(out, items, random.Random(seed + 20261204), "eh")
+
+
+def write_blinded(out: Path, items: list[dict], rng: random.Random, prefix: str) -> None:
+    """Shuffle ``items`` with ``rng`` under opaque ids ``<prefix>-NNN``: ``items.jsonl`` (what readers see) and
+    ``key.json`` (item -> instance and type, kept from them)."""
+    from backtest.core.fileio import write_json, write_jsonl
+
+    rng.shuffle(items)
+    key, rows = {}, []
     for i, item in enumerate(items, 1):
-        item_id = f"eh-{i:03d}"
+        item_id = f"{prefix}-{i:03d}"
         key[item_id] = {"instance": item.pop("_instance"), "type": item["type"]}
         rows.append({"id": item_id, **item})
     write_jsonl(out / "items.jsonl", rows)
