@@ -32,8 +32,16 @@ needs_corpora = pytest.mark.skipif(
 )
 
 
-def _runs(instance: str) -> list[Path]:
+def _committed_runs(instance: str) -> list[Path]:
+    """Every committed run of ``instance``."""
     return sorted(p.parent for p in (REPO / "results" / instance).glob("*/*/RUN.json"))
+
+
+def _runs(instance: str) -> list[Path]:
+    """The committed runs that the release's own label set (release-<instance>-v1) sampled: the reference systems
+    read system by system (a later run, such as the gated evidence_graph, is read in a label set of its own)."""
+    labels = ASTRO_LABELS if instance == "astro-2025" else SPACE_LABELS
+    return sorted(REPO / run for run in read_json(labels / "decode.json")["design"]["runs"])
 
 
 def _estimate(capsys, runs, *labels) -> dict:
@@ -44,19 +52,23 @@ def _estimate(capsys, runs, *labels) -> dict:
 
 
 def test_every_committed_run_is_sampled_and_read(capsys):
-    """Each committed run has a simple random sample of min(40, N) questions, all read and adjudicated."""
+    """Each committed run has a simple random sample of min(40, N) questions in one of its instance's committed
+    label sets (release-<instance>-v1, and -eg-v1 for the gated evidence_graph run), all read and adjudicated."""
     for labels, instance in ((ASTRO_LABELS, "astro-2025"), (SPACE_LABELS, "space-2016")):
-        decode = read_json(labels / "decode.json")
-        design = decode["design"]
-        assert design["kind"] == "srs" and design["per_run"] == 40
-        runs = {str(p.relative_to(REPO)) for p in _runs(instance)}
-        assert set(design["runs"]) == runs
-        for run, sample in design["runs"].items():
+        sampled: dict[str, dict] = {}
+        for folder in sorted(labels.parent.glob(f"release-{instance}-*v1")):
+            decode = read_json(folder / "decode.json")
+            design = decode["design"]
+            assert design["kind"] == "srs" and design["per_run"] == 40
+            assert not set(design["runs"]) & set(sampled), f"{folder}: a run sampled twice"
+            sampled.update(design["runs"])
+            adjudicated = {row["item_id"] for _, row in iter_jsonl(folder / "labels" / "adjudicated.jsonl")}
+            assert adjudicated == set(decode["items"])
+        assert set(sampled) == {str(p.relative_to(REPO)) for p in _committed_runs(instance)}
+        for run, sample in sampled.items():
             n_judged = sum(1 for _ in iter_jsonl(REPO / run / "judgments.jsonl"))
             assert sample["population"] == n_judged and len(sample["sampled"]) == min(40, n_judged)
             assert sample["inclusion_probability"] == pytest.approx(len(sample["sampled"]) / n_judged)
-        adjudicated = {row["item_id"] for _, row in iter_jsonl(labels / "labels" / "adjudicated.jsonl")}
-        assert adjudicated == set(decode["items"])
 
 
 def test_estimate_reports_what_the_issue_names_and_follows_from_the_labels(capsys):
@@ -191,8 +203,8 @@ def test_annotate_export_of_every_committed_run_shows_the_text(capsys, tmp_path)
         [
             "annotate",
             "export",
-            *_runs("astro-2025"),
-            *_runs("space-2016"),
+            *_committed_runs("astro-2025"),
+            *_committed_runs("space-2016"),
             "--per-run",
             "3",
             "--seed",
@@ -205,7 +217,7 @@ def test_annotate_export_of_every_committed_run_shows_the_text(capsys, tmp_path)
     )
     assert code == 0, err
     items = [row for _, row in iter_jsonl(tmp_path / "x" / "items.jsonl")]
-    assert len(items) == 3 * 8 + 2 * 2
+    assert len(items) == 3 * 10 + 2 * 2  # 3 of each run; the two 2-question evidence_graph runs give 2
     docs = [d for it in items for d in it["documents"]]
     assert docs and all(d["title"].strip() and d["abstract"].strip() for d in docs)
     shown = (tmp_path / "x" / "items.md").read_text()

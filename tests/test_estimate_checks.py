@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from backtest.core.fileio import iter_jsonl, read_json, write_json
+from backtest.scoring.runseal import write_seal
 from tests.conftest import run_cli
 from tests.test_estimate import ASTRO_LABELS, REPO, SPACE_LABELS, _runs, needs_corpora
 
@@ -300,6 +301,7 @@ def test_a_judge_fitted_on_the_sample_grounds_nothing(capsys, ws):
     meta = read_json(ws / CITATION / "RUN.json")
     meta["judge"].update(spec="judges/refit.toml", config_sha256=sha)
     write_json(ws / CITATION / "RUN.json", meta)
+    write_seal(ws / CITATION, meta["run_id"])  # as if it had been scored so: sealed as it is
     runs = [ws / p.relative_to(REPO) for p in _runs("astro-2025")]
     code, out, err = run_cli(["estimate", *runs, "--labels", labels, "--json"], root=ws, capsys=capsys)
     assert code == 0, err
@@ -314,6 +316,7 @@ def test_a_judge_fitted_on_the_sample_grounds_nothing(capsys, ws):
     code, out, err = run_cli(["estimate", *runs, "--labels", labels], root=ws, capsys=capsys)
     assert "warning: citation_leaders (astro-2025): the judge (judges/refit.toml) was fitted on 40" in out
     code, out, err = run_cli(["compare", *runs, "--labels", labels, "--json"], root=ws, capsys=capsys)
+    assert code == 0, err
     comparison = json.loads(out)
     assert any("citation_leaders: the judge (judges/refit.toml) was fitted on 40" in w for w in comparison["warnings"])
     row = next(r for r in comparison["leaderboard"] if r["label"] == "citation_leaders")
