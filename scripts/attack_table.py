@@ -9,10 +9,15 @@ deleted, added, reordered; ledger lines dropped, swapped, rewritten with their o
 recomputed; a whole history rewritten); hostile submissions; SIGKILLs during ``score`` and
 ``freeze``; concurrent freezes; a full disk (a real tmpfs, where mounting is allowed); an
 endpoint that quotes the API key back; outputs aimed at owned folders; unsafe names; an
-edited partial judgment; a judge that always fails; and round three's classes
+edited partial judgment; a judge that always fails; round three's classes
 (``scripts/attack_round3.py``: validity cards, release trees, cost caps, batch files,
 annotation sheets, Markdown injection, prospective commitments, UTC offsets, Ray
-faults). Each trial is "caught" when the harness does what it must (named the tampering,
+faults); and round four's (``scripts/attack_round4.py``, one class per item of issue 39:
+samples cherry-picked, labels of another run, a replay or card check made to call an
+endpoint, outputs aimed at FIFOs and links, adjudicated labels hand-written or stale, orders
+to the judge, keyword stuffing, a judge fitted on its sample, a commitment deleted, labels
+and judgments rewritten, internal errors, concurrent imports of one reader, the smaller
+guards). Each trial is "caught" when the harness does what it must (named the tampering,
 refused with exit 1/2 and one line, resumed byte-identically, kept the ledger intact, wrote
 no key); every miss is listed.
 
@@ -705,9 +710,13 @@ def main(argv: list[str] | None = None) -> int:
         ]
         work = copy_ws(base, scratch / "work")
         from scripts.attack_round3 import all_round3  # round three's classes (issue 32)
+        from scripts.attack_round4 import all_round4  # round four's classes (issue 39)
 
-        round3 = all_round3(work, frozen_in(work, frozen), scratch, rng, q)
-        steps += [(name, lambda ws, run=run: run()) for name, run in round3.items()]
+        later = {
+            **all_round3(work, frozen_in(work, frozen), scratch, rng, q),
+            **all_round4(work, frozen_in(work, frozen), scratch, q),
+        }
+        steps += [(name, lambda ws, run=run: run()) for name, run in later.items()]
         unknown = sorted(set(args.only) - {name for name, _ in steps})
         if unknown:
             parser.error(f"unknown step(s) {unknown}; steps: {', '.join(name for name, _ in steps)}")

@@ -14,6 +14,7 @@ import json
 import multiprocessing
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -56,11 +57,10 @@ def adjudicated(folder: Path) -> dict[str, dict]:
     return {row["item_id"]: row for _, row in iter_jsonl(folder / "labels" / "adjudicated.jsonl")}
 
 
-@pytest.fixture
-def ws(tmp_path) -> Path:
-    """A workspace with the committed astro-2025 runs (compact), the frozen sets and links to the judges."""
-    root = tmp_path / "ws"
-    root.mkdir()
+def release_workspace(root: Path, instances: tuple[str, ...] = ("astro-2025",)) -> Path:
+    """A workspace at ``root`` with the committed runs (compact) of ``instances``, the frozen sets and links to the
+    judges (also the attack table's, ``scripts/attack_round4.py``)."""
+    root.mkdir(parents=True)
     for name in ("corpora", "manifests", ".cache", "backtest"):  # backtest/: the judges' weights
         if (REPO / name).exists():
             (root / name).symlink_to(REPO / name)
@@ -68,24 +68,28 @@ def ws(tmp_path) -> Path:
     for entry in (REPO / "judges").iterdir():
         (root / "judges" / entry.name).symlink_to(entry)
     shutil.copytree(REPO / "frozen", root / "frozen")
-    shutil.copytree(REPO / "results" / "astro-2025", root / "results" / "astro-2025")
+    for instance in instances:
+        shutil.copytree(REPO / "results" / instance, root / "results" / instance)
     return root
+
+
+@pytest.fixture
+def ws(tmp_path) -> Path:
+    """A workspace with the committed astro-2025 runs (compact), the frozen sets and links to the judges."""
+    return release_workspace(tmp_path / "ws")
 
 
 # --------------------------------------------------------------------------- item 1: a cherry-picked sample
 
 
-def test_a_cherry_picked_sample_is_refused(capsys, tmp_path):
-    """Item 1: keeping only citation_leaders' 8 engaged items gave 100.0% [63.1, 100] with exit 0; listing them
-    five times gave N 157; an edited inclusion probability or a swapped question passed too."""
-    honest = estimate(capsys, _runs("astro-2025"), ASTRO_LABELS)["citation_leaders"]["rates"]["coverage"]
-    assert honest["estimate"] == pytest.approx(0.216, abs=5e-4)
+def sample_edits() -> dict[str, tuple[Callable[[dict], None], str]]:
+    """The issue's cherry-picks of citation_leaders' sample, each an edit of ``decode.json`` with what estimate
+    must say of it (also the attack table's)."""
     decode = read_json(ASTRO_LABELS / "decode.json")
     truth = adjudicated(ASTRO_LABELS)
     item_of = {src["question_id"]: i for i, src in decode["items"].items() if src["run"] == CITATION}
     sampled = decode["design"]["runs"][CITATION]["sampled"]
     engaged = [q for q in sampled if truth[item_of[q]]["outcome"] in ENGAGED]
-    assert len(engaged) == 8
     others = [
         o["question_id"] for _, o in iter_jsonl(REPO / CITATION / "judgments.jsonl") if o["question_id"] not in sampled
     ]
@@ -96,13 +100,22 @@ def test_a_cherry_picked_sample_is_refused(capsys, tmp_path):
 
         return edit
 
-    cases = {
-        "engaged only": (sample_is(engaged), "holds 8 questions where its seed draws 40"),
+    return {
+        "engaged only": (sample_is(engaged), f"holds {len(engaged)} questions where its seed draws 40"),
         "five times": (sample_is(engaged * 5), "times; a sample draws each question once"),
         "one swapped": (sample_is([others[0], *sampled[1:]]), "is not the one its seed draws"),
         "reordered": (sample_is(sampled[::-1]), "is not the one its seed draws"),
         "probability": (sample_is(0.5, "inclusion_probability"), "inclusion probability 0.5"),
     }
+
+
+def test_a_cherry_picked_sample_is_refused(capsys, tmp_path):
+    """Item 1: keeping only citation_leaders' 8 engaged items gave 100.0% [63.1, 100] with exit 0; listing them
+    five times gave N 157; an edited inclusion probability or a swapped question passed too."""
+    honest = estimate(capsys, _runs("astro-2025"), ASTRO_LABELS)["citation_leaders"]["rates"]["coverage"]
+    assert honest["estimate"] == pytest.approx(0.216, abs=5e-4)
+    cases = sample_edits()
+    assert "holds 8 questions" in cases["engaged only"][1]
     for name, (edit, message) in cases.items():
         folder = tmp_path / name.replace(" ", "-")
         shutil.copytree(ASTRO_LABELS, folder)
@@ -117,10 +130,8 @@ def test_a_cherry_picked_sample_is_refused(capsys, tmp_path):
 # --------------------------------------------------------------------------- item 2: labels of another run
 
 
-def test_labels_of_another_run_or_of_other_items_are_refused(capsys, tmp_path):
-    """Item 2: swapping two runs' entries in decode.json grounded citation_leaders in review_future_work's readers
-    (37.5% instead of 21.6%); a rewritten or deleted items.jsonl changed nothing (estimate never opened it)."""
-    swapped = copy_labels(tmp_path)
+def _swap_runs(folder: Path) -> None:
+    """citation_leaders' and review_future_work's entries swapped in decode.json (design and items)."""
 
     def swap(d):
         runs = d["design"]["runs"]
@@ -128,32 +139,60 @@ def test_labels_of_another_run_or_of_other_items_are_refused(capsys, tmp_path):
         for src in d["items"].values():
             src["run"] = {CITATION: REVIEW, REVIEW: CITATION}.get(src["run"], src["run"])
 
-    edit_decode(swapped, swap)
-    err = refused(capsys, ["estimate", *_runs("astro-2025"), "--labels", swapped])
-    assert "another version of this run" in err or "seed draws" in err
+    edit_decode(folder, swap)
 
-    mapped = copy_labels(tmp_path / "mapped")  # only the item -> run mapping moved: the draw says where each goes
-    decode = read_json(mapped / "decode.json")
+
+def _swap_items(folder: Path) -> None:
+    """Only the item -> run mapping moved (one item of each run swapped): the draw says where each goes."""
+    decode = read_json(folder / "decode.json")
     a = next(i for i, s in decode["items"].items() if s["run"] == CITATION)
     b = next(i for i, s in decode["items"].items() if s["run"] == REVIEW)
     decode["items"][a], decode["items"][b] = decode["items"][b], decode["items"][a]
-    write_json(mapped / "decode.json", decode)
-    assert "as the seed draws it" in refused(capsys, ["estimate", *_runs("astro-2025"), "--labels", mapped], code=1)
+    write_json(folder / "decode.json", decode)
 
-    for damage in ("question", "abstract", "deleted"):
-        folder = copy_labels(tmp_path / damage)
+
+def _damage_items(damage: str) -> Callable[[Path], None]:
+    def edit(folder: Path) -> None:
+        if damage == "deleted":
+            (folder / "items.jsonl").unlink()
+            return
         rows = [row for _, row in iter_jsonl(folder / "items.jsonl")]
         if damage == "question":
             rows[5]["question"]["question"] += " (reworded)"
-        elif damage == "abstract":
-            rows[5]["documents"][0]["abstract"] = "Another paper altogether."
-        if damage == "deleted":
-            (folder / "items.jsonl").unlink()
         else:
-            (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        err = refused(capsys, ["estimate", *_runs("astro-2025"), "--labels", folder], code=1)
-        expect = {"question": "does not show question", "abstract": "does not show the documents"}
-        assert expect.get(damage, "items.jsonl is missing") in err, err
+            rows[5]["documents"][0]["abstract"] = "Another paper altogether."
+        (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    return edit
+
+
+# a labels folder damaged so that its labels speak of other items: the damage, the exit code (None: 1 or 2) and
+# what estimate must say (any of) (also the attack table's)
+LABEL_DAMAGES: dict[str, tuple[Callable[[Path], None], int | None, tuple[str, ...]]] = {
+    "two runs' entries swapped": (_swap_runs, None, ("another version of this run", "seed draws")),
+    "two items' runs swapped": (_swap_items, 1, ("as the seed draws it",)),
+    "a question reworded": (_damage_items("question"), 1, ("does not show question",)),
+    "an abstract replaced": (_damage_items("abstract"), 1, ("does not show the documents",)),
+    "items.jsonl deleted": (_damage_items("deleted"), 1, ("items.jsonl is missing",)),
+}
+
+
+def test_labels_of_another_run_or_of_other_items_are_refused(capsys, tmp_path):
+    """Item 2: swapping two runs' entries in decode.json grounded citation_leaders in review_future_work's readers
+    (37.5% instead of 21.6%); a rewritten or deleted items.jsonl changed nothing (estimate never opened it)."""
+    for name, (damage, code, expect) in LABEL_DAMAGES.items():
+        folder = copy_labels(tmp_path / name.replace(" ", "-"))
+        damage(folder)
+        err = refused(capsys, ["estimate", *_runs("astro-2025"), "--labels", folder], code=code)
+        assert any(e in err for e in expect), (name, err)
+
+
+def rescored_from_v2(ws: Path) -> None:
+    """citation_leaders' RUN.json in ``ws`` pointed at its v2 set, as a re-scoring from v2 writes it."""
+    meta = read_json(ws / CITATION / "RUN.json")
+    v2 = read_json(ws / "frozen" / "astro-2025" / "citation_leaders" / "v2" / "FROZEN.json")
+    meta.update(frozen_path="frozen/astro-2025/citation_leaders/v2", frozen_seal=v2["seal"], frozen_version=2)
+    write_json(ws / CITATION / "RUN.json", meta)
 
 
 def test_a_run_rescored_from_another_frozen_version_is_refused(capsys, ws):
@@ -162,10 +201,7 @@ def test_a_run_rescored_from_another_frozen_version_is_refused(capsys, ws):
     labels = ws / "judges" / "validation" / ASTRO_LABELS.name  # the committed one, through the link
     runs = [ws / p.relative_to(REPO) for p in _runs("astro-2025")]
     assert estimate(capsys, runs, labels, root=ws)["citation_leaders"]["rates"]["coverage"]["n_labelled"] == 40
-    meta = read_json(ws / CITATION / "RUN.json")
-    v2 = read_json(ws / "frozen" / "astro-2025" / "citation_leaders" / "v2" / "FROZEN.json")
-    meta.update(frozen_path="frozen/astro-2025/citation_leaders/v2", frozen_seal=v2["seal"], frozen_version=2)
-    write_json(ws / CITATION / "RUN.json", meta)
+    rescored_from_v2(ws)
     err = refused(capsys, ["estimate", *runs, "--labels", labels], root=ws)
     assert "citation_leaders" in err
 
@@ -285,23 +321,8 @@ def test_a_judge_fitted_on_the_sample_grounds_nothing(capsys, ws):
     """Item 8: a judge whose training set holds the read items was used at its tuned lambda (citation_leaders
     21.6% at lambda 0.37), silently. Here the committed weights get the release sample added to ``trained_on``
     and citation_leaders' RUN.json names that judge, as if it had been scored by it: lambda 0, and said."""
-    from backtest.analysis.reading.items import read_items
-    from backtest.judge import get_judge
-    from backtest.judge.fitted import item_hash
-
     labels = ws / "judges" / "validation" / ASTRO_LABELS.name
-    weights = json.loads((REPO / "backtest" / "judge" / "weights" / "offline-v2.json").read_text())
-    items = read_items(ASTRO_LABELS / "items.jsonl")
-    weights["trained_on"]["item_sha256"] += [item_hash(it.question, it.retrieved()) for it in items]
-    (ws / "judges" / "refit.json").write_text(json.dumps(weights))
-    (ws / "judges" / "refit.toml").write_text('kind = "offline"\nname = "offline"\nweights = "refit.json"\n')
-    from backtest.core.workspace import Workspace
-
-    sha = get_judge("judges/refit.toml", Workspace(ws)).info().config_sha256
-    meta = read_json(ws / CITATION / "RUN.json")
-    meta["judge"].update(spec="judges/refit.toml", config_sha256=sha)
-    write_json(ws / CITATION / "RUN.json", meta)
-    write_seal(ws / CITATION, meta["run_id"])  # as if it had been scored so: sealed as it is
+    meta = refit_on_sample(ws)
     runs = [ws / p.relative_to(REPO) for p in _runs("astro-2025")]
     code, out, err = run_cli(["estimate", *runs, "--labels", labels, "--json"], root=ws, capsys=capsys)
     assert code == 0, err
@@ -328,22 +349,56 @@ def test_a_judge_fitted_on_the_sample_grounds_nothing(capsys, ws):
     assert "is not the one that labelled this run" in by_system["citation_leaders"]["notes"][0]
 
 
+def refit_on_sample(ws: Path, n_items: int | None = None) -> dict:
+    """The committed offline-v2 weights with the release sample's items (or only the first ``n_items`` of
+    citation_leaders') added to ``trained_on``, as judges/refit.toml, and citation_leaders' RUN.json naming that
+    judge as if it had been scored by it (and sealed so); returns that RUN.json (also the attack table's)."""
+    from backtest.analysis.reading.items import read_items
+    from backtest.core.workspace import Workspace
+    from backtest.judge import get_judge
+    from backtest.judge.fitted import item_hash
+
+    weights = json.loads((REPO / "backtest" / "judge" / "weights" / "offline-v2.json").read_text())
+    items = read_items(ASTRO_LABELS / "items.jsonl")
+    if n_items is not None:
+        runs = {i: src["run"] for i, src in read_json(ASTRO_LABELS / "decode.json")["items"].items()}
+        items = [it for it in items if runs[it.item_id] == CITATION][:n_items]
+    weights["trained_on"]["item_sha256"] += [item_hash(it.question, it.retrieved()) for it in items]
+    (ws / "judges" / "refit.json").write_text(json.dumps(weights))
+    (ws / "judges" / "refit.toml").write_text('kind = "offline"\nname = "offline"\nweights = "refit.json"\n')
+    sha = get_judge("judges/refit.toml", Workspace(ws)).info().config_sha256
+    meta = read_json(ws / CITATION / "RUN.json")
+    meta["judge"].update(spec="judges/refit.toml", config_sha256=sha)
+    write_json(ws / CITATION / "RUN.json", meta)
+    write_seal(ws / CITATION, meta["run_id"])
+    return meta
+
+
 # --------------------------------------------------------------------------- item 10: labels citing nothing shown
+
+
+# what engaged labels cite -> what estimate says of them (also the attack table's)
+UNCITED = {"nothing": "needs at least one cited document", "never shown": "are not among the item's documents"}
+
+
+def cite_in_labels(folder: Path, damage: str) -> None:
+    """Reader_a's first 20 labels in ``folder`` made ``answered`` citing nothing or a document never shown (the
+    adjudicated files removed: the readers' own labels count)."""
+    (folder / "labels" / "adjudicated.jsonl").unlink()
+    (folder / "adjudication.jsonl").unlink()
+    rows = [row for _, row in iter_jsonl(folder / "labels" / "reader_a.jsonl")]
+    for row in rows[:20]:
+        row.update(outcome="answered", cited=[] if damage == "nothing" else ["0000.00000"])
+    (folder / "labels" / "reader_a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def test_labels_citing_nothing_or_what_was_never_shown_are_refused(capsys, tmp_path):
     """Item 10: engaged labels citing no document, or one never shown, were counted (65% from such a file)."""
     runs = _runs("space-2016")
-    for damage in ("nothing", "never shown"):
+    for damage, expect in UNCITED.items():
         folder = copy_labels(tmp_path / damage.replace(" ", "-"), SPACE_LABELS)
-        (folder / "labels" / "adjudicated.jsonl").unlink()  # the readers' own labels count
-        (folder / "adjudication.jsonl").unlink()
-        rows = [row for _, row in iter_jsonl(folder / "labels" / "reader_a.jsonl")]
-        for row in rows[:20]:
-            row.update(outcome="answered", cited=[] if damage == "nothing" else ["0000.00000"])
-        (folder / "labels" / "reader_a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        cite_in_labels(folder, damage)
         err = refused(capsys, ["estimate", *runs, "--labels", folder], code=1)
-        expect = "needs at least one cited document" if damage == "nothing" else "are not among the item's documents"
         assert "reader_a.jsonl: item001:" in err and expect in err, err
 
 

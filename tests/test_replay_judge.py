@@ -104,10 +104,21 @@ def test_api_key_env_names_outside_the_pattern_are_refused(name):
 def test_verify_card_calls_no_endpoint_judge_unless_told(tmp_path, server, capsys):
     """A card filed for an LLM judge whose config (judges/*.toml, committed) points at the server: by default its
     figures are not recomputed and nothing reaches the server (before: the card's 160 items were sent)."""
+    ws = Workspace(tmp_path / "ws")
+    path = endpoint_card(ws, server)
+    code, out, err = run_cli(["judge", "verify-card", path], root=ws.root, capsys=capsys)
+    assert server.requests == 0
+    assert code == 1 and "UNVERIFIED" in out and "calls an endpoint: --allow-endpoint to call it" in out
+    assert err.startswith("error: 1 of 1 validity card(s) invalid or unverified")
+
+
+def endpoint_card(ws: Workspace, server) -> Path:
+    """A validity card in ``ws`` (with the outcomes-v1 set it cites) filed for an LLM judge whose config
+    (judges/stubbed.toml) points at ``server``: offline-cues-v1's figures under that judge (also the attack
+    table's)."""
     from backtest.judge import get_judge
     from backtest.judge.cards import fingerprint
 
-    ws = Workspace(tmp_path / "ws")
     shutil.copytree(REPO / "judges" / "validation" / "outcomes-v1", ws.judges / "validation" / "outcomes-v1")
     stub_judge_config(ws.judges / "stubbed.toml", server, "stubbed", PROMPT)
     info = get_judge(str(ws.judges / "stubbed.toml"), ws).info()
@@ -118,8 +129,4 @@ def test_verify_card_calls_no_endpoint_judge_unless_told(tmp_path, server, capsy
     path = ws.judges / "cards" / f"{fingerprint(info)}.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(card, indent=2))
-
-    code, out, err = run_cli(["judge", "verify-card", path], root=ws.root, capsys=capsys)
-    assert server.requests == 0
-    assert code == 1 and "UNVERIFIED" in out and "calls an endpoint: --allow-endpoint to call it" in out
-    assert err.startswith("error: 1 of 1 validity card(s) invalid or unverified")
+    return path
