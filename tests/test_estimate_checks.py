@@ -544,3 +544,24 @@ def test_merging_two_samples_of_one_run_says_why_there_is_no_design(capsys, tmp_
     assert code == 0 and "sampled the same run" in err
     err = refused(capsys, ["estimate", CITATION, "--labels", tmp_path / "m"], code=2)
     assert "two of its batches sampled the same run" in err and "exported before" not in err
+
+
+def test_estimate_refuses_a_run_that_differs_from_its_seal(capsys, ws):
+    """Item 10, found by round four's attack table: the unsampled judgments of citation_leaders rewritten to an
+    engaged outcome citing a shown document, the seal left as it was. verify, report and compare refused it;
+    estimate printed judge-only 69.6% and exit 0. It now refuses, naming the file."""
+    path = ws / CITATION / "judgments.jsonl"
+    sampled = set(read_json(ASTRO_LABELS / "decode.json")["design"]["runs"][CITATION]["sampled"])
+    shown = {r["question_id"]: r["documents"][0]["id"] for _, r in iter_jsonl(ws / CITATION / "retrieval.jsonl")}
+    rows = [row for _, row in iter_jsonl(path)]
+    for row in rows:
+        if row["question_id"] not in sampled:
+            row["outcome"] = "partially_addressed"
+            row["supporting_ids"] = [shown[row["question_id"]]]
+            row["evidence"] = [{"id": shown[row["question_id"]], "relevance": "rewritten"}]
+    path.write_text("".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows))
+    assert path.read_bytes() != (REPO / CITATION / "judgments.jsonl").read_bytes()
+    runs = [ws / p.relative_to(REPO) for p in _runs("astro-2025")]
+    labels = ws / "judges" / "validation" / ASTRO_LABELS.name
+    err = refused(capsys, ["estimate", *runs, "--labels", labels], code=1)
+    assert "judgments.jsonl differs from its seal" in err

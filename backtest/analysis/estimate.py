@@ -50,6 +50,7 @@ from backtest.core.stats import adjust_pvalues, cohen_kappa
 from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import collapse_flags
 from backtest.scoring.outputs import Run
+from backtest.scoring.runseal import check_seal
 
 HEADLINE = "coverage"
 
@@ -278,6 +279,7 @@ def _run_judgments(run_dir: Path) -> tuple[Run, list[Judgment]]:
     run = read_output(Run, run_dir / "RUN.json")
     if run.status != "complete" or not (run_dir / "judgments.jsonl").is_file():
         raise BadInput(f"{run_dir}: run is not complete; finish it with backtest score")
+    check_seal(run_dir)  # a finished run's files as they were sealed, as compare and report read them
     path = run_dir / "judgments.jsonl"
     return run, [parse_record(Judgment, o, f"{path}:{n}") for n, o in iter_jsonl(path)]
 

@@ -87,6 +87,7 @@ def load_run_material(run_dir: Path, ws: Workspace, with_text: bool) -> RunMater
     """A complete run, its frozen set checked intact and the one RUN.json names (``with_text``: retrievals with
     their shown text, re-cut from the sealed corpus for a compact run; else as stored)."""
     from backtest.core.fileio import iter_jsonl
+    from backtest.scoring.runseal import check_seal
     from backtest.scoring.score import load_run_files
     from backtest.submit.freeze import load_frozen
 
@@ -96,6 +97,7 @@ def load_run_material(run_dir: Path, ws: Workspace, with_text: bool) -> RunMater
         if not (run_dir / "RUN.json").is_file():
             raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
         run = read_output(Run, run_dir / "RUN.json")
+        check_seal(run_dir)  # the files as they were sealed when the run finished (load_run_files checks it too)
         for file in ("retrieval.jsonl", "judgments.jsonl"):
             if not (run_dir / file).is_file():
                 raise BadInput(f"{run_dir}: {file} is missing (is the run complete? rerun `backtest score`)")
