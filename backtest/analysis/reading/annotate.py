@@ -35,6 +35,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from backtest.analysis.outputs import Decode
 from backtest.analysis.reading.items import (
+    BETTER,
     AnnotationItem,
     Label,
     PairItem,
@@ -80,7 +81,6 @@ ADJUDICATED = "adjudicated"
 READERS = ("reader_a", "reader_b")
 SHEET_COLUMNS = ("item_id", "outcome", "premise_status", "confidence", "cited", "notes")
 PAIR_SHEET_COLUMNS = ("item_id", "better", "confidence", "notes")
-BETTER = ("a", "b", "tie")
 DEFAULT_CODEBOOK = Path("reference") / "sqb" / "annotation" / "codebook.md"
 PAIR_GUIDE = """# Pairwise reading guide
 

@@ -41,6 +41,10 @@ def _check_item_id(value: str) -> str:
     return value
 
 
+#: the answers to "which is the better research question?" of a pairwise item
+BETTER = ("a", "b", "tie")
+
+
 class ShownDocument(BaseModel):
     """A document as the judge was shown it (text already clipped by retrieval)."""
 

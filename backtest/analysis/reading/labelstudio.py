@@ -63,7 +63,7 @@ def _choices(name: str, to: str, values: Sequence[str], required: bool = True) -
 
 def config(pairwise: bool) -> str:
     """The labelling configuration: the item's text, then one control a sheet column."""
-    from backtest.analysis.reading.annotate import BETTER
+    from backtest.analysis.reading.items import BETTER
 
     if pairwise:
         body = [
