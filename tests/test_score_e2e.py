@@ -344,6 +344,12 @@ def test_llm_judge_end_to_end_then_rerun_is_all_cache_hits(score_ws, llm_server,
     )
 
 
+def shown(question: str, prompt: str) -> bool:
+    """Whether ``question`` is in ``prompt``, as itself or as the JSON string the judge quotes submitted text as
+    (a backslash or a quote is escaped there)."""
+    return question in prompt or json.dumps(question, ensure_ascii=False)[1:-1] in prompt
+
+
 class FaultProxy:
     """An HTTP proxy in front of the real server that injects faults into chosen requests.
 
@@ -412,8 +418,8 @@ class FaultProxy:
                 first_try = len(body["messages"]) == 2
                 if fault == "badjson":
                     data["choices"][0]["message"]["content"] = '{"outcome": "answered", "evid'
-                elif (outer.foreign_always and outer.foreign_always in user) or (
-                    outer.foreign_once and outer.foreign_once in user and first_try
+                elif (outer.foreign_always and shown(outer.foreign_always, user)) or (
+                    outer.foreign_once and shown(outer.foreign_once, user) and first_try
                 ):
                     answer = json.loads(data["choices"][0]["message"]["content"])
                     answer["outcome"] = "answered"
