@@ -226,6 +226,8 @@ def test_a_new_export_records_the_frozen_seal_and_what_was_shown(capsys, ws):
     target = next(r for r in rows if r["question_id"] == sample["sampled"][0])
     target["documents"][0]["shown_sha256"] = "0" * 64
     (run / "retrieval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert "differs from its seal" in refused(capsys, ["estimate", run, "--labels", ws / "ann"], root=ws, code=1)
+    write_seal(run, read_json(run / "RUN.json")["run_id"])  # resealed: the export's own hash must still catch it
     assert "(shown_sha256)" in refused(capsys, ["estimate", run, "--labels", ws / "ann"], root=ws, code=1)
 
 
@@ -345,6 +347,7 @@ def test_a_judge_fitted_on_the_sample_grounds_nothing(capsys, ws):
     # a judge config edited since the run (its sha256 no longer the run's): what it was fitted on is unknown
     meta["judge"]["config_sha256"] = "0" * 64
     write_json(ws / CITATION / "RUN.json", meta)
+    write_seal(ws / CITATION, meta["run_id"])  # sealed so: the judge's own check must catch it
     by_system = estimate(capsys, runs, labels, root=ws)
     assert "is not the one that labelled this run" in by_system["citation_leaders"]["notes"][0]
 
