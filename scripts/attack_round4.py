@@ -152,6 +152,7 @@ def labels_of_another_run(scratch: Path) -> list[Trial]:
     """Two runs' entries swapped, items moved between runs, a question reworded, an abstract replaced, items.jsonl
     deleted; citation_leaders' RUN.json pointed at frozen v2; a new export's shown text changed (shown_sha256)."""
     from backtest.core.fileio import iter_jsonl, read_json
+    from backtest.scoring.runseal import write_seal
 
     g = Grounded(scratch, "r4-other")
     out = Trials("39.2 labels of another run or version")
@@ -172,9 +173,12 @@ def labels_of_another_run(scratch: Path) -> list[Trial]:
     rows = [row for _, row in iter_jsonl(run / "retrieval.jsonl")]
     next(r for r in rows if r["question_id"] == first)["documents"][0]["shown_sha256"] = "0" * 64
     (run / "retrieval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    what = "a sampled item's shown text changed after a new export (shown_sha256)"
-    out.refused(what, fresh.estimate([run], ann), (1,), "(shown_sha256)")
+    what = "a sampled item's shown text changed after a new export, the run's seal left as it was"
+    out.refused(what, fresh.estimate([run], ann), (1,), "retrieval.jsonl differs from its seal")
     out[-1]["caught"] &= all(step[0] == 0 for step in steps)  # the export, import and honest estimate worked
+    write_seal(run, read_json(run / "RUN.json")["run_id"])  # resealed: the export's own hash must catch it
+    what = "a sampled item's shown text changed after a new export, the run resealed (shown_sha256)"
+    out.refused(what, fresh.estimate([run], ann), (1,), "(shown_sha256)")
     return out
 
 
@@ -531,6 +535,7 @@ def fitted_judge(scratch: Path) -> list[Trial]:
     to ``trained_on`` and citation_leaders' RUN.json naming that judge (sealed so); then the config edited since
     the run. Caught: lambda 0 for that run and the warning, in estimate (JSON and table) and compare --labels."""
     from backtest.core.fileio import write_json
+    from backtest.scoring.runseal import write_seal
 
     out = Trials("39.8 judge fitted on its sample")
 
@@ -554,6 +559,7 @@ def fitted_judge(scratch: Path) -> list[Trial]:
         if n_items is None:
             meta["judge"]["config_sha256"] = "0" * 64
             write_json(g.root / CITATION / "RUN.json", meta)
+            write_seal(g.root / CITATION, meta["run_id"])  # sealed so: the judge's own check must catch it
             lam, notes = citation_leaders(g)
             ok = lam == 0 and any("is not the one that labelled this run" in x for x in notes)
             out.add("its config edited since the run: what it was fitted on unknown", ok, f"lambda {lam}; {notes}")
@@ -769,7 +775,7 @@ def reader_overwritten(scratch: Path, rounds: int) -> list[Trial]:
 
 def smaller_guards(scratch: Path) -> list[Trial]:
     """``estimate --out`` onto a run's or a labels folder's own files; a run given twice; an absolute run path
-    from another directory (must work: 21.6%); two samples of one run merged; ``plan --budget 1`` over two runs;
+    from another directory (must work: 21.6%); two samples of one run merged; ``plan --budget-items 1`` over two runs;
     ESC and U+202E in adjudication reasons; ``verify --expect-head`` with no sha256."""
     from backtest.core.fileio import iter_jsonl
 
@@ -811,8 +817,8 @@ def smaller_guards(scratch: Path) -> list[Trial]:
         "two of its batches sampled the same run",
     )
     out[-1]["caught"] &= code == 0 and "sampled the same run" in e
-    got = g.run("annotate", "plan", run, g.root / REVIEW, "--budget", "1")
-    out.refused("annotate plan --budget 1 over two runs", got, (2,), "less than one item")
+    got = g.run("annotate", "plan", run, g.root / REVIEW, "--budget-items", "1")
+    out.refused("annotate plan --budget-items 1 over two runs", got, (2,), "less than one item")
     folder = g.labels("reasons", SPACE_LABELS)
     (folder / "labels" / "adjudicated.jsonl").unlink()
     decisions = [row for _, row in iter_jsonl(SPACE_LABELS / "adjudication.jsonl")]
