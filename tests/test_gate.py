@@ -183,3 +183,61 @@ def test_generate_review_export_writes_the_next_batch(astro_ws, found, tmp_path,
     assert not {i["candidate_id"] for i in first["items"]} & {i["candidate_id"] for i in second["items"]}
     code, _, err = run_cli([*args, "--reviewed", str(GATE)], root=astro_ws.root, capsys=capsys)
     assert code == 2 and "--review-export" in err
+
+
+def test_claims_export_and_import_refuse_what_they_cannot_trust(found, tmp_path):
+    """The gate's second read: accepted tensions exported with their abstracts (no paper id), an annotator's
+    answers checked whole and recorded once; a note on a candidate the gate did not accept is refused."""
+    from backtest.generators.claim_notes import check_notes, export_claims, import_answers, read_notes
+
+    candidates, seal = found
+    gate = tmp_path / "gate"
+    shutil.copytree(GATE / "decisions", gate / "decisions")
+    decisions = read_decisions(gate)
+    decided = check_decisions(decisions, candidates, seal, str(gate))
+    folder = export_claims(gate, "astro-2025", seal, decisions, decided, {}, size=6)
+    assert folder is not None and folder.name == "claims-001"
+    items = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    accepted = [d for d in decisions if d.decision == "accept"][:6]
+    assert [i["type"] for i in items] == [d.type for d in accepted]  # the type the gate gave, in decision order
+    shown = (folder / "items.jsonl").read_text() + (folder / "items.md").read_text()
+    assert not any(s.paper_id in shown for d in accepted for s in decided[d.candidate_id].claims)
+    assert export_claims(gate, "astro-2025", seal, decisions, decided, {}, size=6).name == "claims-002"
+
+    def answers(name: str, edit=None) -> Path:
+        rows = []
+        for k, item in enumerate(items):
+            row = {
+                "item_id": item["item_id"],
+                "askable": True,
+                "earlier": "an earlier finding about X",
+                "later": "a later finding about X",
+                "data_set": "the X survey",
+                "reason": "",
+            }
+            rows.append(edit(k, row) if edit else row)
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows if r is not None))
+        return path
+
+    def refused(path: Path, match: str, past_seal: str = seal) -> None:
+        with pytest.raises(BadInput, match=match):
+            import_answers(gate, folder, path, "annotator_x", decisions, past_seal)
+        assert not (gate / "claim-notes").exists()
+
+    refused(answers("unknown.json", lambda k, r: {**r, "item_id": "c009-001"} if k == 0 else r), "not in claims-001")
+    refused(answers("missing.json", lambda k, r: None if k == 2 else r), "unanswered")
+    refused(answers("twice.json", lambda k, r: {**r, "item_id": items[0]["item_id"]} if k == 1 else r), "twice")
+    refused(answers("noreason.json", lambda k, r: {**r, "askable": False} if k == 0 else r), "needs a reason")
+    refused(answers("long.json", lambda k, r: {**r, "later": "x" * 181} if k == 0 else r), "at most 180")
+    refused(answers("ok.json"), "another corpus", past_seal="0" * 64)
+    out = import_answers(gate, folder, answers("ok.json"), "annotator_x", decisions, seal)
+    notes = read_notes(gate)
+    assert len(notes) == 6 and {n.reader for n in notes} == {"annotator_x"} and out.name == "claims-001.jsonl"
+    assert set(check_notes(notes, decisions, str(gate))) == {d.candidate_id for d in accepted}
+    with pytest.raises(BadInput, match="already recorded"):
+        import_answers(gate, folder, answers("ok.json"), "annotator_x", decisions, seal)
+    rejected = next(d for d in decisions if d.decision == "reject")
+    stray = notes[0].model_copy(update={"candidate_id": rejected.candidate_id})
+    with pytest.raises(BadInput, match="on no accepted candidate"):
+        check_notes([stray], decisions, str(gate))

@@ -12,14 +12,21 @@ from backtest.cli.common import echo_json, json_option, workspace
 GATE_DIR = click.Path(file_okay=False, path_type=Path)
 
 
-def gate_candidates(ctx: click.Context, instance_id: str, seed: int = 0):
-    """The generation context of ``instance_id`` and its candidates (computed from the sealed past corpus)."""
+def gate_papers(ctx: click.Context, instance_id: str, seed: int = 0):
+    """The generation context of ``instance_id``, its analysed papers and its candidates (computed from the sealed
+    past corpus)."""
     from backtest.generators import generation_context
     from backtest.generators.evidence_graph import EvidenceGraph
 
     gen_ctx = generation_context(instance_id, workspace(ctx), seed=seed)
     click.echo(f"finding candidate tensions in {instance_id}'s past corpus ...", err=True)
-    _papers, found, _behind = EvidenceGraph().candidates(gen_ctx)
+    papers, found, _behind = EvidenceGraph().candidates(gen_ctx)
+    return gen_ctx, papers, found
+
+
+def gate_candidates(ctx: click.Context, instance_id: str, seed: int = 0):
+    """The generation context of ``instance_id`` and its candidates."""
+    gen_ctx, _papers, found = gate_papers(ctx, instance_id, seed)
     return gen_ctx, found
 
 
@@ -61,6 +68,17 @@ share_option = click.option(
 )
 
 
+def batch_option(help_text: str):
+    """``--batch DIR``: the batch folder an import answers."""
+    return click.option(
+        "--batch",
+        "batch_dir",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        required=True,
+        help=help_text,
+    )
+
+
 @gate.command("export")
 @click.argument("instance_id")
 @click.option("--dir", "gate_dir", type=GATE_DIR, required=True, help="The gate folder (e.g. gates/<instance>).")
@@ -76,13 +94,7 @@ def export(ctx, instance_id, gate_dir, size, seed, random_share):
 @gate.command("import")
 @click.argument("instance_id")
 @click.argument("sheet", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--batch",
-    "batch_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    required=True,
-    help="The batch folder the sheet answers (DIR/batch-NNN).",
-)
+@batch_option("The batch folder the sheet answers (DIR/batch-NNN).")
 @click.option("--reader", required=True, help="Who decided (a plain name; recorded with every decision).")
 @click.pass_context
 def import_(ctx, instance_id, sheet, batch_dir, reader):
@@ -129,6 +141,53 @@ def status(ctx, instance_id, gate_dir, out, as_json):
         echo_json(table)
     else:
         click.echo(yield_markdown(instance_id, table))
+
+
+@gate.command("claims-export")
+@click.argument("instance_id")
+@click.option("--dir", "gate_dir", type=GATE_DIR, required=True, help="The gate folder (e.g. gates/<instance>).")
+@click.option(
+    "--size", type=click.IntRange(1, 5000), default=80, show_default=True, help="Accepted tensions in the batch."
+)
+@click.pass_context
+def claims_export(ctx, instance_id, gate_dir, size):
+    """Write the next batch of INSTANCE_ID's accepted tensions for an annotator to state their findings so that
+    they stand on their own (DIR/claims-NNN/: items.md, items.jsonl, guide.md; answers go in answers.jsonl)."""
+    from backtest.generators.claim_notes import export_claims
+    from backtest.generators.gate import check_decisions, read_decisions
+
+    gen_ctx, papers, found = gate_papers(ctx, instance_id)
+    decisions = read_decisions(gate_dir)
+    decided = check_decisions(decisions, found, gen_ctx.past.seal, str(gate_dir))
+    by_paper = {p.record.id: p for p in papers}
+    folder = export_claims(gate_dir, instance_id, gen_ctx.past.seal, decisions, decided, by_paper, size)
+    if folder is None:
+        click.echo("every accepted tension is stated or waiting in a claims batch: nothing to export")
+        return
+    n = sum(1 for _ in open(folder / "items.jsonl"))
+    click.echo(
+        f"{folder}: {n} accepted tensions; annotators get items.md (or items.jsonl) and guide.md, never decode.json"
+    )
+
+
+@gate.command("claims-import")
+@click.argument("instance_id")
+@click.argument("answers", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@batch_option("The claims batch the answers are for (DIR/claims-NNN).")
+@click.option("--reader", required=True, help="Who stated the findings (recorded with every note).")
+@click.pass_context
+def claims_import(ctx, instance_id, answers, batch_dir, reader):
+    """Record an annotator's ANSWERS (answers.jsonl) for a claims batch: DIR/claim-notes/claims-NNN.jsonl (written
+    once, never edited)."""
+    from backtest.generators.claim_notes import import_answers
+    from backtest.generators.gate import check_decisions, read_decisions
+
+    gen_ctx, found = gate_candidates(ctx, instance_id)
+    decisions = read_decisions(batch_dir.parent)
+    check_decisions(decisions, found, gen_ctx.past.seal, str(batch_dir.parent))
+    out = import_answers(batch_dir.parent, batch_dir, answers, reader, decisions, gen_ctx.past.seal)
+    n = sum(1 for _ in open(out))
+    click.echo(f"{out}: {n} claim notes by {reader}")
 
 
 COMMANDS = [gate]

@@ -432,6 +432,7 @@ class EvidenceGraph:
         source paper, no near-duplicates; the metadata says the gate was careful reading and what it read."""
         from pathlib import Path
 
+        from backtest.generators.claim_notes import check_notes, notes_sha256, read_notes
         from backtest.generators.gate import check_decisions, decisions_sha256, read_decisions
 
         gate = Path(ctx.options["reviewed"])
@@ -440,16 +441,20 @@ class EvidenceGraph:
         if not decisions:
             raise NothingToAsk(f"{gate}: no decisions recorded (backtest gate import); nothing written")
         decided = check_decisions(decisions, found, ctx.past.seal, str(gate))
+        notes = check_notes(read_notes(gate), decisions, str(gate))
         by_paper = {p.record.id: p for p in papers}
         rng = random.Random(ctx.seed)
         accepted = sorted((d for d in decisions if d.decision == "accept"), key=lambda d: d.candidate_id)
         rng.shuffle(accepted)
         drafts, unphrased = [], []
-        held_back = [d for d in accepted if d.rule in NOT_ASKED_RULES]
+        # the looser rule misattributed its data set (evidence-graph-v2): asked only where an annotator named it
+        held_back = [d for d in accepted if d.rule in NOT_ASKED_RULES and d.candidate_id not in notes]
+        not_askable = [d for d in accepted if d.candidate_id in notes and not notes[d.candidate_id].askable]
         for d in accepted:
-            if d.rule in NOT_ASKED_RULES:
+            if d in held_back or d in not_askable:
                 continue
-            draft = gated_draft(decided[d.candidate_id], d.type or "", by_paper, behind.get(d.candidate_id), rng)
+            c = decided[d.candidate_id]
+            draft = gated_draft(c, d.type or "", by_paper, behind.get(c.candidate_id), rng, notes.get(c.candidate_id))
             (drafts.append(draft) if draft else unphrased.append(d.candidate_id))
 
         def accept(draft: Draft, kept: list[Draft]) -> bool:
@@ -477,7 +482,15 @@ class EvidenceGraph:
             "(author-stated tensions, numeric and stance conflicts, single-dataset conclusions, structural pairs, "
             "dense neighbours), ranked by the probability that a reader accepts them, read in blinded batches; "
             f"only the {len(accepted)} accepted of {len(decisions)} read (of {len(found)} proposed) become "
-            f"questions, phrased from templates for the type the reader gave. {len(chosen)} questions. " + knew
+            "questions, phrased from templates for the type the reader gave"
+            + (
+                f", quoting the findings an annotator stated from the abstracts for {len(notes)} of them "
+                f"({len(not_askable)} found not askable)"
+                if notes
+                else ""
+            )
+            + f". {len(chosen)} questions. "
+            + knew
         )
         return GenerationResult(
             drafts=chosen,
@@ -495,6 +508,16 @@ class EvidenceGraph:
                 "readers": sorted({d.reader for d in decisions}),
                 "readers_could_know_after_cutoff": True,
                 "readers_note": knew,
+                **(
+                    {
+                        "claim_notes_sha256": notes_sha256(gate),
+                        "claims_stated": len(notes),
+                        "claims_not_askable": len(not_askable),
+                        "annotators": sorted({n.reader for n in notes.values()}),
+                    }
+                    if notes
+                    else {}
+                ),
                 "not_asked": {rule: sum(d.rule == rule for d in held_back) for rule in sorted(NOT_ASKED_RULES)},
                 "not_asked_why": NOT_ASKED_RULES,
                 "not_phrasable": len(unphrased),

@@ -28,6 +28,9 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_write_text, iter_jsonl, read_json, write_json
@@ -58,6 +61,8 @@ RULE_PRIOR = {rule: prior for rule, _, prior, _ in AUTHOR_RULES} | {"one_data_se
 PRIOR_WEIGHT = 4.0  # pseudo-decisions the prior is worth
 RANDOM_SHARE = 0.1
 SHEET_FIELDS = ("item_id", "decision", "type", "reason", "notes")
+D = TypeVar("D", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
 
 
 def prior(candidate: Candidate) -> float:
@@ -83,36 +88,50 @@ def acceptance(candidates: list[Candidate], decisions: list[GateDecision]) -> di
 # --------------------------------------------------------------------------- folders
 
 
-def batches(gate: Path) -> list[Path]:
-    """The batch folders of a gate, in order."""
-    return sorted(p for p in gate.glob("batch-[0-9][0-9][0-9]") if p.is_dir())
+def batches(gate: Path, prefix: str = "batch") -> list[Path]:
+    """The batch folders of a gate (``batch-NNN``, or ``claims-NNN`` with that prefix), in order."""
+    return sorted(p for p in gate.glob(f"{prefix}-[0-9][0-9][0-9]") if p.is_dir())
+
+
+def read_batch_decode(batch: Path, model: type[D], what: str) -> D:
+    """A batch's ``decode.json`` as ``model`` (BadInput naming the file otherwise)."""
+    path = batch / "decode.json"
+    if not path.is_file():
+        raise BadInput(f"{batch}: not a {what} (no decode.json)")
+    return parse_record(model, read_json(path), str(path))
 
 
 def read_decode(batch: Path) -> ReviewDecode:
-    """A batch's ``decode.json`` as its model (BadInput naming the file otherwise)."""
-    path = batch / "decode.json"
-    if not path.is_file():
-        raise BadInput(f"{batch}: not a review batch (no decode.json)")
-    return parse_record(ReviewDecode, read_json(path), str(path))
+    """A review batch's ``decode.json``."""
+    return read_batch_decode(batch, ReviewDecode, "review batch")
+
+
+def batch_files(folder: Path, prefix: str) -> list[Path]:
+    """The record files ``folder/<prefix>-*.jsonl``, in order (none when the folder is missing)."""
+    return sorted(folder.glob(f"{prefix}-*.jsonl")) if folder.is_dir() else []
+
+
+def read_batch_records(folder: Path, prefix: str, model: type[R]) -> list[R]:
+    """Every record of ``folder``'s batch files, batch by batch, in the order they were written."""
+    return [parse_record(model, row, f"{p}:{n}") for p in batch_files(folder, prefix) for n, row in iter_jsonl(p)]
+
+
+def files_sha256(folder: Path, prefix: str) -> str | None:
+    """The sha256 of ``folder``'s batch files, in order (name and file hash each), or None without any."""
+    from backtest.core.seal import sha256_json
+
+    files = batch_files(folder, prefix)
+    return sha256_json([[p.name, sha256_file(p)] for p in files]) if files else None
 
 
 def read_decisions(gate: Path) -> list[GateDecision]:
     """Every decision of a gate, batch by batch, in the order they were written."""
-    out: list[GateDecision] = []
-    folder = gate / "decisions"
-    for path in sorted(folder.glob("batch-*.jsonl")) if folder.is_dir() else []:
-        for lineno, row in iter_jsonl(path):
-            out.append(parse_record(GateDecision, row, f"{path}:{lineno}"))
-    return out
+    return read_batch_records(gate / "decisions", "batch", GateDecision)
 
 
 def decisions_sha256(gate: Path) -> str | None:
-    """The sha256 of the gate's decision files, in order (name and file hash each), or None without any."""
-    from backtest.core.seal import sha256_json
-
-    folder = gate / "decisions"
-    files = sorted(folder.glob("batch-*.jsonl")) if folder.is_dir() else []
-    return sha256_json([[p.name, sha256_file(p)] for p in files]) if files else None
+    """The sha256 of the gate's decision files, or None without any."""
+    return files_sha256(gate / "decisions", "batch")
 
 
 def check_decisions(

@@ -130,8 +130,9 @@ class GateLabel(Versioned):
     seconds: float | None = Field(default=None, ge=0)
 
 
-class GateDecision(Versioned):
-    """One reader's decision on one candidate."""
+class ReadRecord(Versioned):
+    """What every record of a reading of a batch carries: the candidate read and the content its reader was
+    shown, the corpus seal, the batch and item, and the reader."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -141,6 +142,11 @@ class GateDecision(Versioned):
     batch: str
     item_id: str
     reader: str
+
+
+class GateDecision(ReadRecord):
+    """One reader's decision on one candidate."""
+
     decided_at: str  # UTC, ISO 8601
     decision: Literal["accept", "reject"]
     type: TensionType | None = None
@@ -157,3 +163,104 @@ class GateDecision(Versioned):
         if self.decision == "reject" and self.reason is None:
             raise ValueError("a rejected candidate needs a reason")
         return self
+
+
+# --------------------------------------------------------------------------- claim notes (the gate's second read)
+
+#: a stated finding is quoted inside a question with at most one other: this keeps the question under its limit
+MAX_FINDING_CHARS = 180
+
+
+class ClaimsItem(BaseModel):
+    """An accepted tension as its annotator sees it (``claims-NNN/items.jsonl``): the type its gate reader gave it,
+    the claim sentences with their papers' titles, dates and whole abstracts, and the gate reader's note; no paper
+    id, no channel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    type: TensionType
+    type_definition: str
+    claims: list[dict[str, str]]  # {"role", "date", "title", "sentence", "abstract"}, earlier first
+    earlier_outside_corpus: bool = False
+    gate_note: str = ""
+
+
+class ClaimsDrawn(BaseModel):
+    """Which accepted candidate a claims item is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    candidate_id: str
+    content_sha256: str
+    type: TensionType
+
+
+class ClaimsDecode(Output):
+    """A claims batch's private ``decode.json``."""
+
+    kind: Literal["evidence_graph_claims"] = "evidence_graph_claims"
+    instance: str
+    past_seal: str
+    batch: str
+    items: list[ClaimsDrawn]
+
+
+class ClaimsAnswer(BaseModel):
+    """One line of an annotator's ``answers.jsonl``: the findings stated so that they stand on their own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    askable: bool
+    earlier: str = Field(default="", max_length=MAX_FINDING_CHARS)
+    later: str = Field(default="", max_length=MAX_FINDING_CHARS)
+    data_set: str = Field(default="", max_length=100)
+    reason: str = ""
+
+
+class ClaimNote(ReadRecord):
+    """One annotator's statement of an accepted tension's findings (``claim-notes/claims-NNN.jsonl``), as the
+    reference paper's graph annotated its claims: the findings written to stand on their own, the one data set
+    of a single-dataset conclusion, or why the tension cannot be asked. The question is phrased from these."""
+
+    annotated_at: str  # UTC, ISO 8601
+    type: TensionType
+    askable: bool
+    earlier: str = ""  # the earlier finding ("" where no earlier finding is stated)
+    later: str = ""  # the later finding (the only one of a single-claim tension)
+    data_set: str = ""  # a single-dataset conclusion's one data set, instrument or sample
+    reason: str = ""  # why not askable
+
+    @model_validator(mode="after")
+    def _complete(self) -> ClaimNote:
+        if not self.askable:
+            if not self.reason.strip():
+                raise ValueError("a tension that cannot be asked needs a reason")
+            return self
+        if not self.later.strip():
+            raise ValueError("an askable tension needs its later (or only) finding")
+        if self.type == "single_dataset_conclusion" and not self.data_set.strip():
+            raise ValueError("a single-dataset conclusion needs its one data set")
+        if self.type in ("methodological_challenge", "independent_qualification") and not self.earlier.strip():
+            raise ValueError(f"a {self.type} needs the earlier finding it bears on")
+        return self
+
+
+class GatedTension(BaseModel):
+    """What a question of the gated set records of its tension (the draft's ``extra["tension"]``, and so the frozen
+    question's): typed from the gate to the question; written as its JSON dump."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidate_id: str
+    channel: Channel
+    rule: str
+    proposed_type: TensionType
+    accepted_type: TensionType
+    claims: list[str]  # "<paper id>#s<sentence index>", earlier first
+    earlier_outside_corpus: bool
+    why: str
+    subject: str
+    stated_by: str | None = None  # the annotator whose stated findings the question quotes (None: machine clauses)

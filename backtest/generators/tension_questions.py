@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from backtest.generators.extract import PaperClaims, claim_clause
-from backtest.generators.outputs import Candidate, ClaimSide
+from backtest.generators.outputs import Candidate, ClaimNote, ClaimSide, GatedTension
 from backtest.generators.protocol import MAX_QUESTION_CHARS, Draft
 from backtest.generators.tensions import PARAMETER_PHRASE, ClaimTension, Tension
 from backtest.generators.wording import paper_subject, reads_clearly, self_contained_clause
@@ -322,13 +322,30 @@ def gated_questions(c: Candidate, kind: str, papers: dict[str, PaperClaims], max
     return out
 
 
-def gated_contract(c: Candidate, kind: str) -> dict[str, str]:
-    """The six-field falsifiable contract of an accepted candidate."""
+def stated_questions(kind: str, note: ClaimNote) -> list[str]:
+    """The phrasings of an accepted tension from its annotator's stated findings, best first: both findings when the
+    earlier one is stated, else (observational, single-dataset) the later one alone."""
+    if kind == "single_dataset_conclusion":
+        data = note.data_set
+        return [f"Will independent data confirm the finding that {note.later}, so far drawn from {data} alone?"]
+    out = [_two_claims(kind, note.earlier, note.later)] if note.earlier else []
+    if kind == "observational_tension":
+        out.append(_one_claim(kind, note.later, "", later=True))
+    return out
+
+
+def gated_contract(c: Candidate, kind: str, note: ClaimNote | None = None) -> dict[str, str]:
+    """The six-field falsifiable contract of an accepted candidate (quoting its stated findings when noted)."""
     later = c.claims[-1]
-    b = finding_of(later, 300)[0]
+    b = note.later if note else finding_of(later, 300)[0]
     earlier = c.claims[0] if len(c.claims) == 2 else None
-    a = finding_of(earlier, 300)[0] if earlier else None
-    against = f"{earlier.paper_id} reported that {a}" if earlier else "earlier work (outside the past corpus) differs"
+    a = (note.earlier or None) if note else finding_of(earlier, 300)[0] if earlier else None
+    if earlier is None and a:
+        against = f"earlier work (outside the past corpus) reported that {a}"
+    elif earlier is not None:
+        against = f"{earlier.paper_id} reported that {a}"
+    else:
+        against = "earlier work (outside the past corpus) differs"
     return {
         "literature_gap": f"{later.paper_id} reports that {b}; {against}.",
         "hypothesis": f"The later finding holds: {b}.",
@@ -343,43 +360,57 @@ def gated_contract(c: Candidate, kind: str) -> dict[str, str]:
 
 
 def gated_draft(
-    c: Candidate, kind: str, papers: dict[str, PaperClaims], tension: Tension | None, rng: random.Random
+    c: Candidate,
+    kind: str,
+    papers: dict[str, PaperClaims],
+    tension: Tension | None,
+    rng: random.Random,
+    note: ClaimNote | None = None,
 ) -> Draft | None:
     """The draft of an accepted candidate, with the type its reader gave it; None when no phrasing reads clearly
-    within :data:`MAX_QUESTION_CHARS` (:func:`gated_questions` with clauses of 200, then 140 characters). A numeric
-    or stance conflict accepted as an observational tension keeps the observational wording (both values, the test)."""
-    if tension is not None and kind == "observational_tension":
+    within :data:`MAX_QUESTION_CHARS`. With its annotator's ``note``: phrased from the stated findings
+    (:func:`stated_questions`). Without: from lifted clauses (:func:`gated_questions` with clauses of 200, then
+    140 characters), and a numeric or stance conflict accepted as an observational tension keeps the
+    observational wording (both values, the test)."""
+    if note is None and tension is not None and kind == "observational_tension":
         draft = to_draft(tension, realise(tension, rng))
     else:
+        phrasings = (
+            stated_questions(kind, note)
+            if note is not None
+            else [q for max_chars in (200, 140) for q in gated_questions(c, kind, papers, max_chars)]
+        )
+        # stated findings were written by a reader to stand on their own: only the length limit applies to them
+        # (the clarity heuristic's symbol and length rules misfire on a stated value, "S8 = 0.769 ± 0.020"; the
+        # freeze gate still reports every question's clarity, and held-out reading measures intelligibility)
         question = next(
-            (
-                q
-                for max_chars in (200, 140)
-                for q in gated_questions(c, kind, papers, max_chars)
-                if len(q) <= MAX_QUESTION_CHARS and reads_clearly(q)
-            ),
-            None,
+            (q for q in phrasings if len(q) <= MAX_QUESTION_CHARS and (note is not None or reads_clearly(q))), None
         )
         if question is None:
             return None
+        stated = [note.earlier, note.later] if note and len(c.claims) == 2 else [note.later] if note else []
         draft = Draft(
             question=question,
             source_evidence_ids=list(dict.fromkeys(s.paper_id for s in c.claims)),
             objects=None,
             signal_type=kind,
-            premise=" / ".join(f"{s.paper_id}: {claim_clause(s.sentence, 300)}" for s in c.claims),
-            extra={**gated_contract(c, kind)},
+            premise=" / ".join(
+                f"{s.paper_id}: {text or claim_clause(s.sentence, 300)}"
+                for s, text in zip(c.claims, stated or [""] * len(c.claims))
+            ),
+            extra={**gated_contract(c, kind, note)},
         )
     draft.signal_type = kind
-    draft.extra["tension"] = {
-        "candidate_id": c.candidate_id,
-        "channel": c.channel,
-        "rule": c.rule,
-        "proposed_type": c.proposed_type,
-        "accepted_type": kind,
-        "claims": [f"{s.paper_id}#s{s.sentence_index}" for s in c.claims],
-        "earlier_outside_corpus": c.earlier_outside_corpus,
-        "why": c.why,
-        "subject": c.node,
-    }
+    draft.extra["tension"] = GatedTension(
+        candidate_id=c.candidate_id,
+        channel=c.channel,
+        rule=c.rule,
+        proposed_type=c.proposed_type,
+        accepted_type=kind,
+        claims=[f"{s.paper_id}#s{s.sentence_index}" for s in c.claims],
+        earlier_outside_corpus=c.earlier_outside_corpus,
+        why=c.why,
+        subject=c.node,
+        stated_by=note.reader if note else None,
+    ).model_dump(exclude_none=True)
     return draft
