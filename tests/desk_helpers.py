@@ -106,3 +106,36 @@ def write_sheet(path: Path, answers: dict[str, dict[str, str]]) -> Path:
 
 def without_seconds(path: Path) -> list[dict[str, Any]]:
     return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in path.read_text().splitlines()]
+
+
+#: a committed intelligibility set (evidence_graph's gated questions, read held-out): the desk's test set of that kind
+INTELLIGIBILITY_SET = REPO / "judges" / "validation" / "evidence-graph-v4"
+
+
+def intelligibility_copy(folder: Path, *extra: str) -> Path:
+    """The committed set's items, guide and decode.json (and ``extra`` files of it) copied into ``folder``."""
+    import shutil
+
+    (folder / "labels").mkdir(parents=True)
+    for name in ("items.jsonl", "guide.md", "decode.json", *extra):
+        shutil.copy(INTELLIGIBILITY_SET / name, folder / name)
+    return folder
+
+
+def intelligibility_row(label: dict[str, Any]) -> dict[str, str]:
+    """A committed label as the answer the desk takes (the sheet's columns, each a string)."""
+    return {"intelligible": json.dumps(label["intelligible"]), "real": json.dumps(label["real"])} | {
+        "reason": label["reason"]
+    }
+
+
+def evidence_graph_reading():
+    """``scripts/evidence_graph_reading.py`` as a module (the set's writer and its results)."""
+    import importlib.util
+
+    path = REPO / "scripts" / "evidence_graph_reading.py"
+    spec = importlib.util.spec_from_file_location("evidence_graph_reading", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

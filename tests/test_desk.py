@@ -19,10 +19,14 @@ from backtest.analysis.reading.annotate import import_sheet
 from backtest.analysis.reading.items import read_labels
 from tests.conftest import REPO, run_cli
 from tests.desk_helpers import (
+    INTELLIGIBILITY_SET,
     RUN,
     answers_for,
     call,
+    evidence_graph_reading,
     export_five,
+    intelligibility_copy,
+    intelligibility_row,
     items_of,
     start_desk,
     without_seconds,
@@ -202,6 +206,124 @@ def test_a_review_batch_is_saved_as_the_rows_gate_import_takes(tmp_path):
         _stop(proc)
     got = [row_decision(r, "") for _, r in desk_rows(batch / "labels" / "gate-x.jsonl")]
     assert got == [row_decision(r, "") for r in rows]
+
+
+def _committed(name: str) -> list[dict]:
+    return [json.loads(line) for line in (INTELLIGIBILITY_SET / name).read_text().splitlines()]
+
+
+def test_an_intelligibility_set_read_and_adjudicated_at_the_desk_gives_its_committed_results(tmp_path):
+    """The committed evidence-graph-v4 set, read again at the desk: both passes' committed answers given as
+    answers, and the committed adjudication's choices as decisions. The labels files read back (by the typed
+    model the results script reads) as the committed passes plus seconds, the adjudication.jsonl written is the
+    committed file byte for byte, and the results script makes the committed results.json of them. The page never
+    gets key.json's content; a judgement not yes or no, or no reason, is refused."""
+    from backtest.analysis.reading.intelligibility import read_labels
+
+    folder = intelligibility_copy(tmp_path / "eg", "key.json")
+    instances = {v["instance"] for v in json.loads((folder / "key.json").read_text()).values()}
+    passes = {name: _committed(f"labels/{name}.jsonl") for name in ("pass-a", "pass-b")}
+    for name, labels in passes.items():
+        proc, url = start_desk(folder, "--reader", name)
+        try:
+            status, state = call(url, "api/state")
+            assert (state["kind"], state["total"], state["first_unlabelled"]) == ("intelligibility", 39, 0)
+            views = [call(url, f"api/item/{k}")[1] for k in range(39)]
+            assert views[0]["question"].startswith("Will the finding") and views[0]["claims"][0]["date"]
+            assert not any(i in json.dumps([state, views]) for i in instances)  # blind: nothing of key.json
+            for k, label in enumerate(labels):
+                status, body = call(
+                    url, "api/label", {"item_id": label["id"], "row": intelligibility_row(label), "seconds": 5 + k}
+                )
+                assert status == 200, body
+            bad = {"item_id": "eh-001", "row": {"intelligible": "maybe", "real": "true", "reason": "x"}, "seconds": 1}
+            status, body = call(url, "api/label", bad)
+            assert status == 422 and "must be true or false" in body["error"]
+            status, body = call(url, "api/label", {**bad, "row": {"intelligible": "true", "real": "true"}})
+            assert status == 422 and "give the reason" in body["error"]
+            assert call(url, "api/state")[1]["done"] == 39
+        finally:
+            _stop(proc)
+        saved = read_labels(folder / "labels" / f"{name}.jsonl")
+        assert [lab.model_dump(exclude={"seconds", "schema_version"}) for lab in saved.values()] == sorted(
+            labels, key=lambda r: r["id"]
+        )
+        assert all(lab.seconds is not None for lab in saved.values())
+
+    decided = {row["id"]: row for row in _committed("adjudication.jsonl")}
+    proc, url = start_desk(folder, "--adjudicate", "pass-a", "pass-b")
+    try:
+        status, state = call(url, "api/state")
+        assert state["mode"] == "adjudicate" and state["columns"] == ["intelligible", "real", "reason"]
+        disputes = state["disputes"]
+        assert [(d["item_id"], d["field"]) for d in disputes] == [
+            ("eh-001", "intelligible"),
+            ("eh-001", "real"),
+            ("eh-009", "real"),
+            ("eh-017", "intelligible"),
+            ("eh-025", "intelligible"),
+        ]
+        for d in disputes:
+            final = decided[d["item_id"]]
+            pick = "a" if d["reader_a"] == final[d["field"]] else "b"
+            body = {"item_id": d["item_id"], "field": d["field"], "pick": pick, "reason": final["reason"], "seconds": 9}
+            status, result = call(url, "api/decide", body)
+            assert status == 200, result
+        assert result["written"] == {"n": 4, "decided": 5} and result["state"]["written"]
+    finally:
+        _stop(proc)
+    assert (folder / "adjudication.jsonl").read_bytes() == (INTELLIGIBILITY_SET / "adjudication.jsonl").read_bytes()
+    evidence_graph_reading().results(folder)  # reads the passes and the adjudication the desk wrote
+    assert (folder / "results.json").read_bytes() == (INTELLIGIBILITY_SET / "results.json").read_bytes()
+
+
+def test_intelligibility_records_are_typed_and_every_committed_set_has_its_decode(tmp_path):
+    """Every committed evidence-graph reading set's decode.json is the one its key.json and items.jsonl give (the
+    data unchanged), and its labels read as typed labels; a label of an unknown schema_version, a yes/no written
+    as a word (the intelligibility-v* sets' format) or without a reason is refused naming file and line; the
+    script that writes such sets writes decode.json beside key.json. The label sets that ground estimates
+    (`leaderboard --all`) are found beside them, and they are not among them."""
+    import random
+
+    from backtest.analysis.estimate import discover_label_sets
+    from backtest.analysis.reading.intelligibility import decode_from_key, read_labels
+    from backtest.core.errors import BadInput
+    from backtest.core.workspace import Workspace
+
+    found = {p.name for p in discover_label_sets(Workspace(REPO))}
+    assert "release-astro-2025-v1" in found and not any(name.startswith("evidence-graph") for name in found)
+
+    for folder in sorted((REPO / "judges" / "validation").glob("evidence-graph-v*")):
+        assert json.loads((folder / "decode.json").read_text()) == decode_from_key(folder).model_dump(
+            mode="json", exclude_unset=True
+        ), folder
+        for path in [*sorted((folder / "labels").glob("*.jsonl")), folder / "adjudication.jsonl"]:
+            assert read_labels(path), path
+    good = '{"id": "eh-001", "intelligible": true, "real": false, "reason": "r"}'
+    for line, match in (
+        (good.replace('"id"', '"schema_version": "9", "id"'), "unknown schema_version '9'"),
+        (good.replace("true", '"yes"'), "intelligible"),
+        (good.replace(', "reason": "r"', ""), "reason"),
+    ):
+        path = tmp_path / "labels.jsonl"
+        path.write_text(good.replace("001", "002") + "\n" + line + "\n")
+        with pytest.raises(BadInput, match=f"labels.jsonl:2: .*{match}"):
+            read_labels(path)
+
+    key = json.loads((INTELLIGIBILITY_SET / "key.json").read_text())
+    items = [
+        {k: v for k, v in row.items() if k != "id"} | {"_instance": key[row["id"]]["instance"]}
+        for row in items_of(INTELLIGIBILITY_SET)
+    ]
+    out = tmp_path / "written"
+    out.mkdir()
+    evidence_graph_reading().write_blinded(out, items, random.Random(7), "eh")
+    decode = json.loads((out / "decode.json").read_text())
+    assert decode["kind"] == "intelligibility" and decode["judgements"] == ["intelligible", "real"]
+    assert [i["id"] for i in decode["items"]] == [i["id"] for i in items_of(out)]
+    assert {i["id"]: {"instance": i["instance"], "type": i["type"]} for i in decode["items"]} == json.loads(
+        (out / "key.json").read_text()
+    )
 
 
 def test_plan_and_estimate_speak_in_reader_hours(five, capsys):
