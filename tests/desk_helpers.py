@@ -112,13 +112,13 @@ def without_seconds(path: Path) -> list[dict[str, Any]]:
 INTELLIGIBILITY_SET = REPO / "judges" / "validation" / "evidence-graph-v4"
 
 
-def intelligibility_copy(folder: Path, *extra: str) -> Path:
-    """The committed set's items, guide and decode.json (and ``extra`` files of it) copied into ``folder``."""
+def intelligibility_copy(folder: Path, *extra: str, source: Path = INTELLIGIBILITY_SET) -> Path:
+    """A committed set's items, guide and decode.json (and ``extra`` files of it) copied into ``folder``."""
     import shutil
 
     (folder / "labels").mkdir(parents=True)
     for name in ("items.jsonl", "guide.md", "decode.json", *extra):
-        shutil.copy(INTELLIGIBILITY_SET / name, folder / name)
+        shutil.copy(source / name, folder / name)
     return folder
 
 
@@ -129,12 +129,26 @@ def intelligibility_row(label: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def evidence_graph_reading():
-    """``scripts/evidence_graph_reading.py`` as a module (the set's writer and its results)."""
+#: a committed generated-question intelligibility set (80 questions of review_future_work, two passes, 2 adjudicated)
+QUESTION_SET = REPO / "judges" / "validation" / "intelligibility-v6"
+
+
+def question_row(label: dict[str, Any]) -> dict[str, str]:
+    """A committed generated-question label as the answer the desk takes."""
+    return {
+        "intelligible": label["intelligible"],
+        "reason": label["reason"] or "",
+        "real_conflict": label["real_conflict"],
+        "note": label.get("note", ""),
+    }
+
+
+def script(name: str):
+    """``scripts/NAME.py`` as a module (a set's writer and its results: evidence_graph_reading,
+    intelligibility_study)."""
     import importlib.util
 
-    path = REPO / "scripts" / "evidence_graph_reading.py"
-    spec = importlib.util.spec_from_file_location("evidence_graph_reading", path)
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -22,6 +22,7 @@ from tests.browser import FLAGS
 from tests.conftest import REPO
 from tests.desk_helpers import (
     INTELLIGIBILITY_SET,
+    QUESTION_SET,
     answers_for,
     call,
     export_five,
@@ -421,3 +422,41 @@ def test_adjudicating_two_passes_of_an_intelligibility_set_by_keyboard(browser, 
             WebDriverWait(browser, 10).until(lambda b: "1 of 5" in text(b, "progress"))
     shown(browser, "done")
     assert (folder / "adjudication.jsonl").read_bytes() == (INTELLIGIBILITY_SET / "adjudication.jsonl").read_bytes()
+
+
+def test_a_generated_question_set_by_keyboard_and_its_adjudication(browser, desks, tmp_path):
+    """The committed intelligibility-v6 set: two questions labelled by keys alone (`1` `c` `Enter`: intelligible,
+    no conflict presented, the fewest keys; `q` `x` `n` note `Enter`: unresolved_reference, no real conflict),
+    read back as the study script reads them; then its two passes' two disagreements decided by keys as the
+    committed adjudication decided them: adjudication.jsonl and labels/adjudicated.jsonl are the committed files."""
+    from backtest.analysis.reading.intelligibility import read_question_labels
+
+    folder = intelligibility_copy(
+        tmp_path / "iv6", "labels/reader_a.jsonl", "labels/reader_b.jsonl", source=QUESTION_SET
+    )
+    order = [i["item_id"] for i in items_of(folder)]
+    browser.get(desks(folder, "--reader", "pass-c"))
+    shown(browser, order[0])
+    assert keys(browser, "1", "c", "enter") == 3
+    shown(browser, order[1])
+    keys(browser, "q", "x", "n", "the survey is never named")
+    screenshot(browser, tmp_path, "question")
+    keys(browser, "enter")
+    shown(browser, order[2])
+    got = read_question_labels(folder / "labels" / "pass-c.jsonl")
+    assert [(k, lab.intelligible, lab.reason, lab.real_conflict, lab.note) for k, lab in got.items()] == [
+        (order[0], "yes", None, "na", ""),
+        (order[1], "no", "unresolved_reference", "no", "the survey is never named"),
+    ]
+
+    final = {
+        row["item_id"]: row for row in map(json.loads, (QUESTION_SET / "adjudication.jsonl").read_text().splitlines())
+    }
+    browser.get(desks(folder, "--adjudicate", "reader_a", "reader_b"))
+    for item in sorted(final):
+        shown(browser, item)
+        assert "they differ on: " in text(browser, "panel")
+        keys(browser, "1" if final[item]["reader_a"] == final[item]["decision"] else "2", final[item]["why"], "enter")
+    shown(browser, "done")
+    for name in ("adjudication.jsonl", "labels/adjudicated.jsonl"):
+        assert (folder / name).read_bytes() == (QUESTION_SET / name).read_bytes(), name

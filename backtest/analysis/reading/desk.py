@@ -11,7 +11,10 @@ folder's ``decode.json``:
   :class:`~backtest.generators.outputs.GateLabel`, which ``gate import`` takes as the batch's sheet;
 * ``intelligibility`` (``scripts/evidence_graph_reading.py``, the sets under ``judges/validation/evidence-graph-v*``):
   a question about a tension, read yes/no (intelligible, real) with a reason; saved as
-  :class:`~backtest.analysis.reading.intelligibility.IntelligibilityLabel`, which the results script reads.
+  :class:`~backtest.analysis.reading.intelligibility.IntelligibilityLabel`, which the results script reads;
+* ``question_intelligibility`` (``scripts/intelligibility_items.py``, ``judges/validation/intelligibility-v*``): a
+  generated question and its premise, read intelligible yes (or no, with the reason code) and real_conflict; saved
+  as :class:`~backtest.analysis.reading.intelligibility.QuestionLabel`, which ``intelligibility_study.py`` reads.
 
 Every answer arrives as a sheet row (the columns the export's ``sheet.csv`` has) and is checked by the rules the
 sheet's import applies (:func:`~backtest.analysis.reading.annotate.row_label`,
@@ -77,6 +80,8 @@ REASON_KEYS = "qwerty"
 #: an intelligibility set's yes/no keys: (judgement, key for yes, key for no)
 JUDGEMENT_KEYS = (("intelligible", "1", "2"), ("real", "3", "4"))
 YES_NO = {"true": True, "false": False}
+#: a generated question's keys: 1 intelligible, q..t not intelligible for that reason; z/x/c real_conflict
+REAL_CONFLICT_KEYS = dict(zip("zxc", ("yes", "no", "na")))
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,15 @@ def _intelligibility_answer(row: dict[str, str], where: str, item: Any) -> tuple
         return None, problems
     judged = {name: YES_NO[row[name].lower()] for name in intelligibility.JUDGEMENTS}
     return intelligibility.IntelligibilityLabel(id=row["item_id"], reason=row["reason"], **judged), []
+
+
+def _question_answer(row: dict[str, str], where: str, item: Any) -> tuple[Any, list[str]]:
+    fields = {"item_id": row["item_id"], "intelligible": row["intelligible"], "reason": row["reason"] or None}
+    fields |= {"real_conflict": row["real_conflict"], "note": row["note"]}
+    try:
+        return parse_record(intelligibility.QuestionLabel, fields, where), []
+    except BadInput as exc:
+        return None, [str(exc)]
 
 
 def _review_items(folder: Path) -> list[Any]:
@@ -255,6 +269,38 @@ def _kinds() -> dict[str, Kind]:
                 "adjudication.jsonl",
             ),
         ),
+        intelligibility.QUESTIONS_KIND: Kind(
+            intelligibility.QUESTIONS_KIND,
+            "items.jsonl",
+            ("guide.md",),
+            ("item_id", "intelligible", "reason", "real_conflict", "note"),
+            ("intelligible", "real_conflict"),
+            intelligibility.QuestionLabel,
+            [
+                {"title": "intelligible", "keys": [["1", "yes", {"intelligible": "yes", "reason": ""}]]},
+                {
+                    "title": "not intelligible because",
+                    "keys": [
+                        [k, r, {"intelligible": "no", "reason": r}]
+                        for k, r in zip(REASON_KEYS, intelligibility.REASON_CODES)
+                    ],
+                },
+                {
+                    "title": "real conflict",
+                    "keys": [[k, v, {"real_conflict": v}] for k, v in REAL_CONFLICT_KEYS.items()],
+                },
+            ],
+            intelligibility.read_question_items,
+            _question_answer,
+            lambda folder: [i.item_id for i in intelligibility.read_question_decode(folder).items],
+            notes="note",
+            adjudication=Adjudication(
+                intelligibility.question_disagreements,
+                intelligibility.QuestionDecision,
+                intelligibility.adjudicate_questions,
+                f"labels/{ADJUDICATED}.jsonl",
+            ),
+        ),
     }
 
 
@@ -334,6 +380,8 @@ def item_view(item: Any) -> dict[str, Any]:
             "b": {"question": item.b.question, "premise": item.b.premise or ""},
             "terms": _terms(item.a.question, item.b.question),
         }
+    elif isinstance(item, intelligibility.QuestionItem):
+        view = {"question": item.question, "premise": item.premise or ""}
     elif isinstance(item, intelligibility.IntelligibilityItem):
         sentences = [c.sentence for c in item.claims]
         view = {
