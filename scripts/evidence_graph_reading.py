@@ -8,15 +8,20 @@
 ``items`` draws, per instance, a simple random sample (``random.Random(seed)``) of at most ``--n`` of every
 tension the generator finds there and can phrase (before selection, so the rates describe the types, not one
 set), and writes ``items.jsonl`` (shuffled, opaque ids: what the readers see: the type and its definition, the
-question, the claim sentences with their papers and dates, the check the generator made) and ``key.json`` (item
--> instance). ``results`` reads ``labels/pass-a.jsonl``, ``labels/pass-b.jsonl`` and ``adjudication.jsonl`` and
-writes ``results.json`` and ``results.md``: per instance and type, the share intelligible and the share real
+question, the claim sentences with their papers and dates, the check the generator made), ``key.json`` (item
+-> instance) and ``decode.json`` (the same, typed: the set's kind, ``intelligibility``, by which ``backtest
+annotate serve`` serves it; see ``backtest/analysis/reading/intelligibility.py``). ``results`` reads
+``labels/pass-a.jsonl``, ``labels/pass-b.jsonl`` and ``adjudication.jsonl`` (as typed labels) and writes
+``results.json`` and ``results.md``: per instance and type, the share intelligible and the share real
 (adjudicated), and Cohen's kappa between the passes.
 
 ``heldout`` (issue 40) draws, per instance, a simple random sample of at most ``--n`` of the questions of a
 gated evidence_graph set (``--set INSTANCE=SUBMISSION_DIR``), for readers who did not gate it: the same items
 (type and definition, question, the claim sentences with their papers' dates and titles, why they were paired),
 read by the same ``results``.
+
+``decode`` writes the ``decode.json`` of a set written before sets had one, from its ``key.json`` and
+``items.jsonl`` (neither changed).
 """
 
 from __future__ import annotations
@@ -133,8 +138,9 @@ def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
 
 
 def write_blinded(out: Path, items: list[dict], rng: random.Random, prefix: str) -> None:
-    """Shuffle ``items`` with ``rng`` under opaque ids ``<prefix>-NNN``: ``items.jsonl`` (what readers see) and
-    ``key.json`` (item -> instance and type, kept from them)."""
+    """Shuffle ``items`` with ``rng`` under opaque ids ``<prefix>-NNN``: ``items.jsonl`` (what readers see),
+    ``key.json`` (item -> instance and type, kept from them) and ``decode.json`` (the same, typed)."""
+    from backtest.analysis.reading.intelligibility import decode_from_key, write_decode
     from backtest.core.fileio import write_json, write_jsonl
 
     rng.shuffle(items)
@@ -145,10 +151,14 @@ def write_blinded(out: Path, items: list[dict], rng: random.Random, prefix: str)
         rows.append({"id": item_id, **item})
     write_jsonl(out / "items.jsonl", rows)
     write_json(out / "key.json", key)
+    write_decode(out, decode_from_key(out))
 
 
 def _read(path: Path) -> dict[str, dict]:
-    return {row["id"]: row for row in (json.loads(line) for line in path.read_text().splitlines() if line.strip())}
+    """A pass's labels (or the adjudication) read as their typed records, as plain fields by item id."""
+    from backtest.analysis.reading.intelligibility import read_labels
+
+    return {k: label.model_dump() for k, label in read_labels(path).items()}
 
 
 def results(folder: Path) -> None:
@@ -222,13 +232,24 @@ def main() -> None:
     held.add_argument("--seed", type=int, default=0)
     res = sub.add_parser("results")
     res.add_argument("folder", type=Path)
+    dec = sub.add_parser("decode")
+    dec.add_argument("folder", type=Path)
     args = parser.parse_args()
-    if args.cmd == "items":
-        export_items(args.out, args.n, args.seed)
-    elif args.cmd == "heldout":
-        export_heldout(args.out, args.sets, args.n, args.seed)
-    else:
-        results(args.folder)
+    from backtest.core.errors import BadInput
+
+    try:
+        if args.cmd == "items":
+            export_items(args.out, args.n, args.seed)
+        elif args.cmd == "heldout":
+            export_heldout(args.out, args.sets, args.n, args.seed)
+        elif args.cmd == "decode":
+            from backtest.analysis.reading.intelligibility import decode_from_key, write_decode
+
+            print(write_decode(args.folder, decode_from_key(args.folder)))
+        else:
+            results(args.folder)
+    except BadInput as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

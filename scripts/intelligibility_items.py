@@ -8,7 +8,8 @@ their own questions cannot show whether the score separates unintelligible quest
 
 Each question gets an opaque id (``i`` + the first 8 hex of sha256 of ``STUDY/instance/generator/question_id``);
 the items are shuffled (``--shuffle-seed``) into ``items.jsonl`` (item_id, question, premise). ``key.json``
-maps ids back (never shown to readers) and ``sources.json`` records the commit, the commands and the sha256 of
+maps ids back (never shown to readers), as does ``decode.json`` (typed, kind ``question_intelligibility``: what
+``backtest annotate serve`` serves the set by) and ``sources.json`` records the commit, the commands and the sha256 of
 every generated ``questions.jsonl``. The same commit and arguments give the same bytes.
 
 With ``--frozen NAME`` (repeatable), N questions per instance are drawn (``random.Random(seed)``) from the
@@ -104,7 +105,7 @@ def build(
     frozen: tuple[str, ...] = (),
     generate: bool = True,
 ) -> dict[str, Any]:
-    """Write items.jsonl, key.json and sources.json into ``out``; return the sources record."""
+    """Write items.jsonl, key.json, decode.json and sources.json into ``out``; return the sources record."""
     study = out.name
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     items: list[dict[str, Any]] = []
@@ -145,6 +146,10 @@ def build(
         "".join(json.dumps(i, ensure_ascii=False, sort_keys=True) + "\n" for i in items), encoding="utf-8"
     )
     (out / "key.json").write_text(json.dumps(key, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    from backtest.analysis.reading.intelligibility import QuestionDecode, question_decode_from_key
+    from backtest.core.records import write_output
+
+    write_output(out / "decode.json", QuestionDecode, question_decode_from_key(out))
     from backtest.text.clarity import CLARITY_VERSION
 
     sources = {

@@ -39,6 +39,16 @@ def _read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
     return {r["item_id"]: r for r in rows}
 
 
+def _labels(path: Path) -> dict[str, dict[str, Any]]:
+    """A pass's labels (or the adjudicated ones) read as their typed records (``QuestionLabel``: an unknown
+    schema_version or a value outside the guide's is refused), as plain fields by item id."""
+    from backtest.analysis.reading.intelligibility import read_question_labels
+
+    return {
+        k: label.model_dump(exclude={"schema_version", "seconds"}) for k, label in read_question_labels(path).items()
+    }
+
+
 def study(folder: Path) -> dict[str, Any]:
     """The results (module docstring) from the labels in ``folder``."""
     from backtest.core.stats import cohen_kappa, proportion, raw_agreement
@@ -46,9 +56,9 @@ def study(folder: Path) -> dict[str, Any]:
 
     items = _read_jsonl(folder / "items.jsonl")
     decode = json.loads((folder / "key.json").read_text(encoding="utf-8"))
-    a = _read_jsonl(folder / "labels" / "reader_a.jsonl")
-    b = _read_jsonl(folder / "labels" / "reader_b.jsonl")
-    final = _read_jsonl(folder / "labels" / "adjudicated.jsonl")
+    a = _labels(folder / "labels" / "reader_a.jsonl")
+    b = _labels(folder / "labels" / "reader_b.jsonl")
+    final = _labels(folder / "labels" / "adjudicated.jsonl")
     for name, labels in (("reader_a", a), ("reader_b", b), ("adjudicated", final)):
         if set(labels) != set(items):
             raise SystemExit(f"{name}: labels for {len(labels)} items, expected the {len(items)} of items.jsonl")

@@ -106,3 +106,50 @@ def write_sheet(path: Path, answers: dict[str, dict[str, str]]) -> Path:
 
 def without_seconds(path: Path) -> list[dict[str, Any]]:
     return [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in path.read_text().splitlines()]
+
+
+#: a committed intelligibility set (evidence_graph's gated questions, read held-out): the desk's test set of that kind
+INTELLIGIBILITY_SET = REPO / "judges" / "validation" / "evidence-graph-v4"
+
+
+def intelligibility_copy(folder: Path, *extra: str, source: Path = INTELLIGIBILITY_SET) -> Path:
+    """A committed set's items, guide and decode.json (and ``extra`` files of it) copied into ``folder``."""
+    import shutil
+
+    (folder / "labels").mkdir(parents=True)
+    for name in ("items.jsonl", "guide.md", "decode.json", *extra):
+        shutil.copy(source / name, folder / name)
+    return folder
+
+
+def intelligibility_row(label: dict[str, Any]) -> dict[str, str]:
+    """A committed label as the answer the desk takes (the sheet's columns, each a string)."""
+    return {"intelligible": json.dumps(label["intelligible"]), "real": json.dumps(label["real"])} | {
+        "reason": label["reason"]
+    }
+
+
+#: a committed generated-question intelligibility set (80 questions of review_future_work, two passes, 2 adjudicated)
+QUESTION_SET = REPO / "judges" / "validation" / "intelligibility-v6"
+
+
+def question_row(label: dict[str, Any]) -> dict[str, str]:
+    """A committed generated-question label as the answer the desk takes."""
+    return {
+        "intelligible": label["intelligible"],
+        "reason": label["reason"] or "",
+        "real_conflict": label["real_conflict"],
+        "note": label.get("note", ""),
+    }
+
+
+def script(name: str):
+    """``scripts/NAME.py`` as a module (a set's writer and its results: evidence_graph_reading,
+    intelligibility_study)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

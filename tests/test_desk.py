@@ -19,11 +19,17 @@ from backtest.analysis.reading.annotate import import_sheet
 from backtest.analysis.reading.items import read_labels
 from tests.conftest import REPO, run_cli
 from tests.desk_helpers import (
+    INTELLIGIBILITY_SET,
+    QUESTION_SET,
     RUN,
     answers_for,
     call,
     export_five,
+    intelligibility_copy,
+    intelligibility_row,
     items_of,
+    question_row,
+    script,
     start_desk,
     without_seconds,
     write_sheet,
@@ -202,6 +208,194 @@ def test_a_review_batch_is_saved_as_the_rows_gate_import_takes(tmp_path):
         _stop(proc)
     got = [row_decision(r, "") for _, r in desk_rows(batch / "labels" / "gate-x.jsonl")]
     assert got == [row_decision(r, "") for r in rows]
+
+
+def _committed(name: str, source: Path = INTELLIGIBILITY_SET) -> list[dict]:
+    return [json.loads(line) for line in (source / name).read_text().splitlines()]
+
+
+def _give(url: str, labels: list[dict], id_key: str, row_of) -> None:
+    """Every committed label of one pass given at the desk as an answer (timed 5 s, 6 s, ...)."""
+    for k, label in enumerate(labels):
+        status, body = call(url, "api/label", {"item_id": label[id_key], "row": row_of(label), "seconds": 5 + k})
+        assert status == 200, body
+
+
+def _adjudicate_at_desk(folder: Path, readers: tuple[str, str], choose) -> tuple[list[dict], dict]:
+    """Every disagreement of ``readers`` decided at the desk: ``choose(dispute)`` -> (pick, reason); the
+    disputes and the last decision's answer."""
+    proc, url = start_desk(folder, "--adjudicate", *readers)
+    try:
+        disputes = call(url, "api/state")[1]["disputes"]
+        for d in disputes:
+            pick, reason = choose(d)
+            body = {"item_id": d["item_id"], "field": d["field"], "pick": pick, "reason": reason, "seconds": 9}
+            status, result = call(url, "api/decide", body)
+            assert status == 200, result
+    finally:
+        _stop(proc)
+    return disputes, result
+
+
+def test_an_intelligibility_set_read_and_adjudicated_at_the_desk_gives_its_committed_results(tmp_path):
+    """The committed evidence-graph-v4 set, read again at the desk: both passes' committed answers given as
+    answers, and the committed adjudication's choices as decisions. The labels files read back (by the typed
+    model the results script reads) as the committed passes plus seconds, the adjudication.jsonl written is the
+    committed file byte for byte, and the results script makes the committed results.json of them. The page never
+    gets key.json's content; a judgement not yes or no, or no reason, is refused."""
+    from backtest.analysis.reading.intelligibility import read_labels
+
+    folder = intelligibility_copy(tmp_path / "eg", "key.json")
+    instances = {v["instance"] for v in json.loads((folder / "key.json").read_text()).values()}
+    passes = {name: _committed(f"labels/{name}.jsonl") for name in ("pass-a", "pass-b")}
+    for name, labels in passes.items():
+        proc, url = start_desk(folder, "--reader", name)
+        try:
+            status, state = call(url, "api/state")
+            assert (state["kind"], state["total"], state["first_unlabelled"]) == ("intelligibility", 39, 0)
+            views = [call(url, f"api/item/{k}")[1] for k in range(39)]
+            assert views[0]["question"].startswith("Will the finding") and views[0]["claims"][0]["date"]
+            assert not any(i in json.dumps([state, views]) for i in instances)  # blind: nothing of key.json
+            _give(url, labels, "id", intelligibility_row)
+            bad = {"item_id": "eh-001", "row": {"intelligible": "maybe", "real": "true", "reason": "x"}, "seconds": 1}
+            status, body = call(url, "api/label", bad)
+            assert status == 422 and "must be true or false" in body["error"]
+            status, body = call(url, "api/label", {**bad, "row": {"intelligible": "true", "real": "true"}})
+            assert status == 422 and "give the reason" in body["error"]
+            assert call(url, "api/state")[1]["done"] == 39
+        finally:
+            _stop(proc)
+        saved = read_labels(folder / "labels" / f"{name}.jsonl")
+        assert [lab.model_dump(exclude={"seconds", "schema_version"}) for lab in saved.values()] == sorted(
+            labels, key=lambda r: r["id"]
+        )
+        assert all(lab.seconds is not None for lab in saved.values())
+
+    decided = {row["id"]: row for row in _committed("adjudication.jsonl")}
+    disputes, result = _adjudicate_at_desk(
+        folder,
+        ("pass-a", "pass-b"),
+        lambda d: ("a" if d["reader_a"] == decided[d["item_id"]][d["field"]] else "b", decided[d["item_id"]]["reason"]),
+    )
+    assert [(d["item_id"], d["field"]) for d in disputes] == [
+        ("eh-001", "intelligible"),
+        ("eh-001", "real"),
+        ("eh-009", "real"),
+        ("eh-017", "intelligible"),
+        ("eh-025", "intelligible"),
+    ]
+    assert result["written"] == {"n": 4, "decided": 5} and result["state"]["written"]
+    assert result["state"]["columns"] == ["intelligible", "real", "reason"]
+    assert (folder / "adjudication.jsonl").read_bytes() == (INTELLIGIBILITY_SET / "adjudication.jsonl").read_bytes()
+    script("evidence_graph_reading").results(folder)  # reads the passes and the adjudication the desk wrote
+    assert (folder / "results.json").read_bytes() == (INTELLIGIBILITY_SET / "results.json").read_bytes()
+
+
+def test_a_generated_question_set_read_and_adjudicated_at_the_desk_gives_its_committed_results(tmp_path):
+    """The committed intelligibility-v6 set (80 generated questions), read again at the desk: both passes'
+    committed labels given as answers, the committed adjudication's readings taken. The labels read back (as the
+    study script reads them) as the committed ones, adjudication.jsonl and labels/adjudicated.jsonl are the
+    committed files byte for byte, and the study makes the committed results of them; a reason with a yes, or
+    none with a no, is refused."""
+    from backtest.analysis.reading.intelligibility import read_question_labels
+
+    folder = intelligibility_copy(tmp_path / "intelligibility-v6", "key.json", "sources.json", source=QUESTION_SET)
+    for name in ("reader_a", "reader_b"):
+        labels = _committed(f"labels/{name}.jsonl", QUESTION_SET)
+        proc, url = start_desk(folder, "--reader", name)
+        try:
+            state = call(url, "api/state")[1]
+            assert (state["kind"], state["total"], state["notes"]) == ("question_intelligibility", 80, "note")
+            view = call(url, "api/item/0")[1]
+            assert set(view) == {"item_id", "question", "premise"}  # blind: nothing of key.json
+            _give(url, labels, "item_id", question_row)
+            for row, match in (
+                ({"intelligible": "yes", "reason": "garbled", "real_conflict": "na"}, "none when it is yes"),
+                ({"intelligible": "no", "real_conflict": "na"}, "give the first that applies"),
+                ({"intelligible": "yes", "real_conflict": "maybe"}, "real_conflict"),
+            ):
+                status, body = call(url, "api/label", {"item_id": labels[0]["item_id"], "row": row, "seconds": 1})
+                assert status == 422 and match in body["error"], body
+        finally:
+            _stop(proc)
+        saved = read_question_labels(folder / "labels" / f"{name}.jsonl")
+        assert {k: lab.model_dump(exclude={"seconds", "schema_version"}) for k, lab in saved.items()} == {
+            r["item_id"]: r for r in labels
+        }
+    adjudication = {r["item_id"]: r for r in _committed("adjudication.jsonl", QUESTION_SET)}
+    disputes, result = _adjudicate_at_desk(
+        folder,
+        ("reader_a", "reader_b"),
+        lambda d: (
+            "a" if d["reader_a"] == adjudication[d["item_id"]]["decision"] else "b",
+            adjudication[d["item_id"]]["why"],
+        ),
+    )
+    assert [d["item_id"] for d in disputes] == sorted(adjudication) and result["written"] == {"n": 80, "decided": 2}
+    for name in ("adjudication.jsonl", "labels/adjudicated.jsonl"):
+        assert (folder / name).read_bytes() == (QUESTION_SET / name).read_bytes(), name
+    study = script("intelligibility_study")
+    assert study.study(folder) == json.loads((QUESTION_SET / "results.json").read_text())
+
+
+def test_intelligibility_records_are_typed_and_every_committed_set_has_its_decode(tmp_path):
+    """Every committed evidence-graph reading set's decode.json is the one its key.json and items.jsonl give (the
+    data unchanged), and its labels read as typed labels; a label of an unknown schema_version, a yes/no written
+    as a word (the intelligibility-v* sets' format) or without a reason is refused naming file and line; the
+    script that writes such sets writes decode.json beside key.json. The label sets that ground estimates
+    (`leaderboard --all`) are found beside them, and they are not among them."""
+    import random
+
+    from backtest.analysis.estimate import discover_label_sets
+    from backtest.analysis.reading.intelligibility import (
+        decode_from_key,
+        question_decode_from_key,
+        read_labels,
+        read_question_labels,
+    )
+    from backtest.core.errors import BadInput
+    from backtest.core.workspace import Workspace
+
+    found = {p.name for p in discover_label_sets(Workspace(REPO))}
+    assert "release-astro-2025-v1" in found and not any(name.startswith(("evidence-graph", "intell")) for name in found)
+    for folder in sorted((REPO / "judges" / "validation").glob("intelligibility-v*")):
+        assert json.loads((folder / "decode.json").read_text()) == question_decode_from_key(folder).model_dump(
+            mode="json", exclude_unset=True
+        ), folder
+        for path in sorted((folder / "labels").glob("*.jsonl")):
+            assert read_question_labels(path), path
+
+    for folder in sorted((REPO / "judges" / "validation").glob("evidence-graph-v*")):
+        assert json.loads((folder / "decode.json").read_text()) == decode_from_key(folder).model_dump(
+            mode="json", exclude_unset=True
+        ), folder
+        for path in [*sorted((folder / "labels").glob("*.jsonl")), folder / "adjudication.jsonl"]:
+            assert read_labels(path), path
+    good = '{"id": "eh-001", "intelligible": true, "real": false, "reason": "r"}'
+    for line, match in (
+        (good.replace('"id"', '"schema_version": "9", "id"'), "unknown schema_version '9'"),
+        (good.replace("true", '"yes"'), "intelligible"),
+        (good.replace(', "reason": "r"', ""), "reason"),
+    ):
+        path = tmp_path / "labels.jsonl"
+        path.write_text(good.replace("001", "002") + "\n" + line + "\n")
+        with pytest.raises(BadInput, match=f"labels.jsonl:2: .*{match}"):
+            read_labels(path)
+
+    key = json.loads((INTELLIGIBILITY_SET / "key.json").read_text())
+    items = [
+        {k: v for k, v in row.items() if k != "id"} | {"_instance": key[row["id"]]["instance"]}
+        for row in items_of(INTELLIGIBILITY_SET)
+    ]
+    out = tmp_path / "written"
+    out.mkdir()
+    script("evidence_graph_reading").write_blinded(out, items, random.Random(7), "eh")
+    decode = json.loads((out / "decode.json").read_text())
+    assert decode["kind"] == "intelligibility" and decode["judgements"] == ["intelligible", "real"]
+    assert [i["id"] for i in decode["items"]] == [i["id"] for i in items_of(out)]
+    assert {i["id"]: {"instance": i["instance"], "type": i["type"]} for i in decode["items"]} == json.loads(
+        (out / "key.json").read_text()
+    )
 
 
 def test_plan_and_estimate_speak_in_reader_hours(five, capsys):

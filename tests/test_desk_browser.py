@@ -20,7 +20,18 @@ from backtest.analysis.reading.annotate import adjudicate, import_sheet
 from backtest.analysis.reading.items import read_labels
 from tests.browser import FLAGS
 from tests.conftest import REPO
-from tests.desk_helpers import answers_for, call, export_five, items_of, start_desk, without_seconds, write_sheet
+from tests.desk_helpers import (
+    INTELLIGIBILITY_SET,
+    QUESTION_SET,
+    answers_for,
+    call,
+    export_five,
+    intelligibility_copy,
+    items_of,
+    start_desk,
+    without_seconds,
+    write_sheet,
+)
 
 #: keys that give each answer of answers_for(): outcome 1-4, premise status q-t, confidence z/x/c, cite Shift+n
 OUTCOME_KEY = {"answered": "1", "partially_addressed": "2", "posed_but_open": "3", "not_addressed": "4"}
@@ -329,3 +340,123 @@ def test_pairs_and_review_items_at_the_desk(browser, desks, tmp_path):
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(browser, 10).until(lambda d: "How to decide" in text(d, "guide"))
+
+
+#: an intelligibility item's keys: intelligible 1 yes / 2 no, real 3 yes / 4 no
+JUDGEMENT_KEY = {("intelligible", True): "1", ("intelligible", False): "2", ("real", True): "3", ("real", False): "4"}
+
+
+def test_an_intelligibility_set_by_keyboard_resumes_and_shows_hostile_text_inert(browser, desks, tmp_path):
+    """The committed evidence-graph-v4 set (hostile text put in one item's question and claim): three items
+    labelled by keys alone (two yes/no keys, n, the reason, Enter), the page reloaded after the second resumes at
+    the third; the labels file, read as the results script reads it, holds exactly those answers with their
+    seconds; the hostile text does nothing; the guide is one key away."""
+    from backtest.analysis.reading.intelligibility import read_labels
+
+    folder = intelligibility_copy(tmp_path / "eg")
+    items = items_of(folder)
+    hostile = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+    items[3]["question"] = f"Is {hostile} \u202eright-to-left\u202c a question?"
+    items[3]["claims"][0]["sentence"] = f'<svg onload="window.__pwned=3"></svg> {hostile}'
+    items[3]["claims"][0]["title"] = '"><iframe src="javascript:window.__pwned=4"></iframe>'
+    (folder / "items.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    answers = {
+        "eh-001": (True, False, "clear question; the stances do not conflict as stated"),
+        "eh-002": (False, True, "'the sample' is never named; the values conflict"),
+        "eh-003": (True, True, "names both values of one quantity, which conflict"),
+    }
+    browser.get(desks(folder, "--reader", "pass-c"))
+    shown(browser, "eh-001")
+    for k, (intelligible, real, reason) in enumerate(answers.values()):
+        if k == 2:
+            browser.refresh()
+            shown(browser, "eh-003")  # resumes at the first unlabelled item
+            assert text(browser, "progress").startswith("2 of 39 labelled")
+        keys(browser, JUDGEMENT_KEY[("intelligible", intelligible)], JUDGEMENT_KEY[("real", real)], "n", reason)
+        if k == 0:
+            on = browser.execute_script(
+                "return [[...document.querySelectorAll('#panel .key.on')].map(e => e.innerText.replace(/\\s+/g, ' ')),"
+                " document.getElementById('notes').value]"
+            )
+            assert on == [["1 yes", "4 no"], reason]  # the answers given are marked, the reason is in its box
+            screenshot(browser, tmp_path, "intelligibility")
+        keys(browser, "enter")
+        shown(browser, items[k + 1]["id"])
+    got = read_labels(folder / "labels" / "pass-c.jsonl")
+    assert {k: (lab.intelligible, lab.real, lab.reason) for k, lab in got.items()} == answers
+    assert all(lab.seconds is not None and lab.seconds > 0 for lab in got.values())
+
+    assert browser.execute_script("return window.__pwned") is None  # eh-004, the hostile one, is on screen
+    counts = browser.execute_script(
+        "return [document.scripts.length, document.images.length, document.querySelectorAll('svg,iframe').length,"
+        " [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length]"
+    )
+    assert counts == [1, 0, 0, 0]
+    seen = text(browser, "item")
+    assert "<script>window.__pwned=1</script>" in seen and "\\u202e" in seen and "\u202e" not in seen
+    keys(browser, "?")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 10).until(lambda d: "Reading guide: evidence-graph tensions" in text(d, "guide"))
+
+
+def test_adjudicating_two_passes_of_an_intelligibility_set_by_keyboard(browser, desks, tmp_path):
+    """The committed set's two passes, adjudicated by keys (1 or 2, the reason, Enter) as their committed
+    adjudication decided: the five disagreements of four items, and the adjudication.jsonl written is the
+    committed one byte for byte."""
+    folder = intelligibility_copy(tmp_path / "eg", "labels/pass-a.jsonl", "labels/pass-b.jsonl")
+    final = {
+        row["id"]: row for row in map(json.loads, (INTELLIGIBILITY_SET / "adjudication.jsonl").read_text().splitlines())
+    }
+    url = desks(folder, "--adjudicate", "pass-a", "pass-b")
+    disputes = call(url, "api/state")[1]["disputes"]
+    browser.get(url)
+    for k, d in enumerate(disputes):
+        shown(browser, d["item_id"])
+        assert f"they differ on: {d['field']}" in text(browser, "panel")
+        keys(browser, "1" if d["reader_a"] == final[d["item_id"]][d["field"]] else "2", final[d["item_id"]]["reason"])
+        keys(browser, "enter")
+        if k == 0:
+            from selenium.webdriver.support.ui import WebDriverWait
+
+            WebDriverWait(browser, 10).until(lambda b: "1 of 5" in text(b, "progress"))
+    shown(browser, "done")
+    assert (folder / "adjudication.jsonl").read_bytes() == (INTELLIGIBILITY_SET / "adjudication.jsonl").read_bytes()
+
+
+def test_a_generated_question_set_by_keyboard_and_its_adjudication(browser, desks, tmp_path):
+    """The committed intelligibility-v6 set: two questions labelled by keys alone (`1` `c` `Enter`: intelligible,
+    no conflict presented, the fewest keys; `q` `x` `n` note `Enter`: unresolved_reference, no real conflict),
+    read back as the study script reads them; then its two passes' two disagreements decided by keys as the
+    committed adjudication decided them: adjudication.jsonl and labels/adjudicated.jsonl are the committed files."""
+    from backtest.analysis.reading.intelligibility import read_question_labels
+
+    folder = intelligibility_copy(
+        tmp_path / "iv6", "labels/reader_a.jsonl", "labels/reader_b.jsonl", source=QUESTION_SET
+    )
+    order = [i["item_id"] for i in items_of(folder)]
+    browser.get(desks(folder, "--reader", "pass-c"))
+    shown(browser, order[0])
+    assert keys(browser, "1", "c", "enter") == 3
+    shown(browser, order[1])
+    keys(browser, "q", "x", "n", "the survey is never named")
+    screenshot(browser, tmp_path, "question")
+    keys(browser, "enter")
+    shown(browser, order[2])
+    got = read_question_labels(folder / "labels" / "pass-c.jsonl")
+    assert [(k, lab.intelligible, lab.reason, lab.real_conflict, lab.note) for k, lab in got.items()] == [
+        (order[0], "yes", None, "na", ""),
+        (order[1], "no", "unresolved_reference", "no", "the survey is never named"),
+    ]
+
+    final = {
+        row["item_id"]: row for row in map(json.loads, (QUESTION_SET / "adjudication.jsonl").read_text().splitlines())
+    }
+    browser.get(desks(folder, "--adjudicate", "reader_a", "reader_b"))
+    for item in sorted(final):
+        shown(browser, item)
+        assert "they differ on: " in text(browser, "panel")
+        keys(browser, "1" if final[item]["reader_a"] == final[item]["decision"] else "2", final[item]["why"], "enter")
+    shown(browser, "done")
+    for name in ("adjudication.jsonl", "labels/adjudicated.jsonl"):
+        assert (folder / name).read_bytes() == (QUESTION_SET / name).read_bytes(), name

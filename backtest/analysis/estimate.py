@@ -242,8 +242,14 @@ def discover_label_sets(ws: Workspace) -> list[Path]:
     """The export folders under ``judges/validation/`` that can ground estimates: a simple random sample design
     and readers' labels (what ``leaderboard --all`` uses when no ``--labels`` is given). A folder that is such
     an export but fails its checks stops the discovery with its one line: it is never left out silently."""
+    from backtest.analysis.reading.intelligibility import READING_KINDS
+    from backtest.core.fileio import read_json
+
     found = []
     for path in sorted((ws.judges / "validation").glob("*/decode.json")):
+        raw = read_json(path)
+        if isinstance(raw, dict) and raw.get("kind") in READING_KINDS:
+            continue  # a reading of questions' intelligibility: no sample of runs' items, nothing to ground
         decode = read_output(Decode, path)
         has_labels = any((path.parent / "labels").glob("*.jsonl"))
         if decode.kind != "items" or decode.design is None or decode.design.kind != "srs" or not has_labels:

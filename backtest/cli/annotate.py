@@ -227,8 +227,10 @@ def annotate_adjudicate(items_dir, decisions, readers):
     nargs=2,
     default=None,
     metavar="A B",
-    help="Settle readers A's and B's disagreements instead (outcome items): only the items where they differ, "
-    "both readings side by side; writes what `annotate adjudicate --readers A B` writes.",
+    help="Settle readers A's and B's disagreements instead (outcome items, or an intelligibility set's two "
+    "passes): only the items where they differ, both readings side by side, each decision one of the two with a "
+    "reason; writes what `annotate adjudicate --readers A B` writes (an intelligibility set: its "
+    "adjudication.jsonl, and a generated-question set also labels/adjudicated.jsonl, as the committed sets have them).",
 )
 @click.option(
     "--host",
@@ -242,10 +244,13 @@ def annotate_serve(items_dir, reader, adjudicate, host, port):
     """The reading desk: a local page over an export folder, one item a screen, answered by keyboard.
 
     ITEMS_DIR is a folder `annotate export` (items or --pairwise pairs) or `gate export` (evidence-graph review
-    batch) wrote; its decode.json says which. Each label is saved the moment it is given, atomically, to
-    labels/READER.jsonl in the format `annotate import` writes (a review batch: the rows `gate import` takes),
-    with the seconds spent on the item; the page resumes at the first unlabelled item. The page never shows
-    decode.json or another reader's labels. Stop with Ctrl-C: every saved label stays.
+    batch) wrote, or an intelligibility reading set (scripts/evidence_graph_reading.py or
+    scripts/intelligibility_items.py: judges/validation/evidence-graph-v*, intelligibility-v*); its decode.json
+    says which. Each label is saved the moment it is given, atomically, to labels/READER.jsonl in the format
+    `annotate import` writes (a review batch: the rows `gate import` takes; an intelligibility set: the label its
+    results or study script reads), with the seconds spent on the item; the page resumes at the first unlabelled
+    item. The page never shows decode.json, key.json or another reader's labels. Stop with Ctrl-C: every saved
+    label stays.
     """
     from backtest.analysis.reading.desk import Desk
     from backtest.analysis.reading.desk_server import serve

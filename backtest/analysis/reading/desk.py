@@ -8,7 +8,13 @@ folder's ``decode.json``:
 * ``pairs`` (``annotate export --pairwise``): two questions over a context; saved as
   :class:`~backtest.analysis.reading.items.PairLabel`;
 * ``evidence_graph_review`` (``gate export``): a candidate tension; saved as
-  :class:`~backtest.generators.outputs.GateLabel`, which ``gate import`` takes as the batch's sheet.
+  :class:`~backtest.generators.outputs.GateLabel`, which ``gate import`` takes as the batch's sheet;
+* ``intelligibility`` (``scripts/evidence_graph_reading.py``, the sets under ``judges/validation/evidence-graph-v*``):
+  a question about a tension, read yes/no (intelligible, real) with a reason; saved as
+  :class:`~backtest.analysis.reading.intelligibility.IntelligibilityLabel`, which the results script reads;
+* ``question_intelligibility`` (``scripts/intelligibility_items.py``, ``judges/validation/intelligibility-v*``): a
+  generated question and its premise, read intelligible yes (or no, with the reason code) and real_conflict; saved
+  as :class:`~backtest.analysis.reading.intelligibility.QuestionLabel`, which ``intelligibility_study.py`` reads.
 
 Every answer arrives as a sheet row (the columns the export's ``sheet.csv`` has) and is checked by the rules the
 sheet's import applies (:func:`~backtest.analysis.reading.annotate.row_label`,
@@ -33,6 +39,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from backtest.analysis.reading import intelligibility
 from backtest.analysis.reading.annotate import (
     ADJUDICATED,
     BETTER,
@@ -70,6 +77,22 @@ CONTRACT_FIELDS = (
 CONFIDENCE_KEYS = {"z": "1", "x": "2", "c": "3"}
 PREMISE_KEYS = dict(zip("qwert", PREMISE_STATUSES))
 REASON_KEYS = "qwerty"
+#: an intelligibility set's yes/no keys: (judgement, key for yes, key for no)
+JUDGEMENT_KEYS = (("intelligible", "1", "2"), ("real", "3", "4"))
+YES_NO = {"true": True, "false": False}
+#: a generated question's keys: 1 intelligible, q..t not intelligible for that reason; z/x/c real_conflict
+REAL_CONFLICT_KEYS = dict(zip("zxc", ("yes", "no", "na")))
+
+
+@dataclass(frozen=True)
+class Adjudication:
+    """How a kind's two readers are settled: what each disagreement is, its decision record, and what is written
+    once every one is decided."""
+
+    disputes: Callable[[Path, tuple[str, str]], list[dict[str, Any]]]  # {"item_id", "field", "reader_a", "reader_b"}
+    decision_model: type[Decision]
+    finish: Callable[[Path, Path, tuple[str, str]], Any]  # (folder, decisions file, readers) -> written
+    written: str  # the file, relative to the folder, that finish writes last
 
 
 @dataclass(frozen=True)
@@ -85,6 +108,9 @@ class Kind:
     keys: list[dict[str, Any]]  # groups of keys for the page: {"title", "keys": [[key, text, {column: value}]]}
     read_items: Callable[[Path], list[Any]]
     to_label: Callable[[dict[str, str], str, Any], tuple[Any, list[str]]]
+    decode_ids: Callable[[Path], list[str]]  # the item ids the folder's decode.json maps back
+    notes: str = "notes"  # the column the page's free-text box writes
+    adjudication: Adjudication | None = None
 
 
 def _shown(item: Any) -> list[str]:
@@ -106,6 +132,29 @@ def _gate_answer(row: dict[str, str], where: str, item: Any) -> tuple[Any, list[
     return GateLabel(item_id=row["item_id"], decision=decision, type=kind, reason=reason, notes=notes), []
 
 
+def _intelligibility_answer(row: dict[str, str], where: str, item: Any) -> tuple[Any, list[str]]:
+    problems = [
+        f"{where}: {name} {row[name]!r} must be true or false"
+        for name in intelligibility.JUDGEMENTS
+        if row[name].lower() not in YES_NO
+    ]
+    if not row["reason"]:
+        problems.append(f"{where}: give the reason (one short sentence)")
+    if problems:
+        return None, problems
+    judged = {name: YES_NO[row[name].lower()] for name in intelligibility.JUDGEMENTS}
+    return intelligibility.IntelligibilityLabel(id=row["item_id"], reason=row["reason"], **judged), []
+
+
+def _question_answer(row: dict[str, str], where: str, item: Any) -> tuple[Any, list[str]]:
+    fields = {"item_id": row["item_id"], "intelligible": row["intelligible"], "reason": row["reason"] or None}
+    fields |= {"real_conflict": row["real_conflict"], "note": row["note"]}
+    try:
+        return parse_record(intelligibility.QuestionLabel, fields, where), []
+    except BadInput as exc:
+        return None, [str(exc)]
+
+
 def _review_items(folder: Path) -> list[Any]:
     from backtest.generators.outputs import ReviewItem
 
@@ -114,6 +163,21 @@ def _review_items(folder: Path) -> list[Any]:
 
 def _confidence_group() -> dict[str, Any]:
     return {"title": "confidence", "keys": [[k, v, {"confidence": v}] for k, v in CONFIDENCE_KEYS.items()]}
+
+
+def _decode_ids(folder: Path) -> list[str]:
+    """The item ids of an export's ``decode.json`` (read as its model: a malformed one is refused here too)."""
+    from backtest.analysis.outputs import Decode
+    from backtest.core.records import read_output
+
+    return list(read_output(Decode, folder / "decode.json").items)
+
+
+def _review_ids(folder: Path) -> list[str]:
+    from backtest.core.records import read_output
+    from backtest.generators.outputs import ReviewDecode
+
+    return [i.item_id for i in read_output(ReviewDecode, folder / "decode.json").items]
 
 
 def _kinds() -> dict[str, Kind]:
@@ -148,6 +212,13 @@ def _kinds() -> dict[str, Kind]:
             ],
             lambda folder: read_records(folder / "items.jsonl", AnnotationItem),
             _item_answer,
+            _decode_ids,
+            adjudication=Adjudication(
+                lambda folder, readers: disagreements(folder, readers),
+                Decision,
+                lambda folder, decisions, readers: adjudicate(folder, decisions, readers),
+                f"labels/{ADJUDICATED}.jsonl",
+            ),
         ),
         "pairs": Kind(
             "pairs",
@@ -162,6 +233,7 @@ def _kinds() -> dict[str, Kind]:
             ],
             lambda folder: read_records(folder / "pairs.jsonl", PairItem),
             _item_answer,
+            _decode_ids,
         ),
         "evidence_graph_review": Kind(
             "evidence_graph_review",
@@ -173,21 +245,63 @@ def _kinds() -> dict[str, Kind]:
             gate_keys,
             _review_items,
             _gate_answer,
+            _review_ids,
+        ),
+        intelligibility.KIND: Kind(
+            intelligibility.KIND,
+            "items.jsonl",
+            ("guide.md",),
+            ("item_id", *intelligibility.JUDGEMENTS, "reason"),
+            (*intelligibility.JUDGEMENTS, "reason"),
+            intelligibility.IntelligibilityLabel,
+            [
+                {"title": name, "keys": [[yes, "yes", {name: "true"}], [no, "no", {name: "false"}]]}
+                for name, yes, no in JUDGEMENT_KEYS
+            ],
+            intelligibility.read_items,
+            _intelligibility_answer,
+            lambda folder: [i.id for i in intelligibility.read_decode(folder).items],
+            notes="reason",
+            adjudication=Adjudication(
+                intelligibility.disagreements,
+                intelligibility.IntelligibilityDecision,
+                intelligibility.adjudicate,
+                "adjudication.jsonl",
+            ),
+        ),
+        intelligibility.QUESTIONS_KIND: Kind(
+            intelligibility.QUESTIONS_KIND,
+            "items.jsonl",
+            ("guide.md",),
+            ("item_id", "intelligible", "reason", "real_conflict", "note"),
+            ("intelligible", "real_conflict"),
+            intelligibility.QuestionLabel,
+            [
+                {"title": "intelligible", "keys": [["1", "yes", {"intelligible": "yes", "reason": ""}]]},
+                {
+                    "title": "not intelligible because",
+                    "keys": [
+                        [k, r, {"intelligible": "no", "reason": r}]
+                        for k, r in zip(REASON_KEYS, intelligibility.REASON_CODES)
+                    ],
+                },
+                {
+                    "title": "real conflict",
+                    "keys": [[k, v, {"real_conflict": v}] for k, v in REAL_CONFLICT_KEYS.items()],
+                },
+            ],
+            intelligibility.read_question_items,
+            _question_answer,
+            lambda folder: [i.item_id for i in intelligibility.read_question_decode(folder).items],
+            notes="note",
+            adjudication=Adjudication(
+                intelligibility.question_disagreements,
+                intelligibility.QuestionDecision,
+                intelligibility.adjudicate_questions,
+                f"labels/{ADJUDICATED}.jsonl",
+            ),
         ),
     }
-
-
-def _decode_ids(folder: Path, kind: str) -> list[str]:
-    """The item ids ``decode.json`` maps back (read as its model: a malformed one is refused here too)."""
-    from backtest.core.records import read_output
-
-    if kind == "evidence_graph_review":
-        from backtest.generators.outputs import ReviewDecode
-
-        return [i.item_id for i in read_output(ReviewDecode, folder / "decode.json").items]
-    from backtest.analysis.outputs import Decode
-
-    return list(read_output(Decode, folder / "decode.json").items)
 
 
 def open_kind(folder: Path) -> tuple[Kind, list[Any]]:
@@ -198,8 +312,8 @@ def open_kind(folder: Path) -> tuple[Kind, list[Any]]:
         raise BadInput(f"{folder}: no such folder")
     if not decode_path.is_file():
         raise BadInput(
-            f"{folder}: no decode.json, so not a folder `annotate export` or `gate export` wrote (the desk serves "
-            "those)"
+            f"{folder}: no decode.json, so not a folder `annotate export`, `gate export` or an intelligibility "
+            "reading script wrote (the desk serves those)"
         )
     raw = read_json(decode_path)
     name = raw.get("kind") if isinstance(raw, dict) else None
@@ -210,7 +324,7 @@ def open_kind(folder: Path) -> tuple[Kind, list[Any]]:
     if not (folder / kind.items_file).is_file():
         raise BadInput(f"{folder}: no {kind.items_file} beside its decode.json (kind {name})")
     records = kind.read_items(folder)
-    ids, decoded = [r.item_id for r in records], _decode_ids(folder, name)
+    ids, decoded = [r.item_id for r in records], kind.decode_ids(folder)
     if sorted(ids) != sorted(decoded):
         odd = sorted(set(ids) ^ set(decoded)) or ["(the same ids, a different count)"]
         raise BadInput(
@@ -266,6 +380,18 @@ def item_view(item: Any) -> dict[str, Any]:
             "b": {"question": item.b.question, "premise": item.b.premise or ""},
             "terms": _terms(item.a.question, item.b.question),
         }
+    elif isinstance(item, intelligibility.QuestionItem):
+        view = {"question": item.question, "premise": item.premise or ""}
+    elif isinstance(item, intelligibility.IntelligibilityItem):
+        sentences = [c.sentence for c in item.claims]
+        view = {
+            "type": item.type,
+            "type_definition": item.definition,
+            "question": item.question,
+            "claims": [{"date": c.date, "title": c.title, "sentence": c.sentence} for c in item.claims],
+            "check": item.check,
+            "terms": _terms(item.question),
+        }
     else:
         sentences = [c.get("sentence", "") for c in item.claims]
         shared = set(_terms(sentences[0])) & set(_terms(*sentences[1:])) if len(sentences) > 1 else set()
@@ -306,11 +432,9 @@ class Desk:
         folder = Path(folder)
         kind, items = open_kind(folder)
         if adjudicate is not None:
-            if kind.name != "items":
-                raise BadInput(
-                    f"{folder}: --adjudicate settles outcome items (what `annotate adjudicate` writes); this is a "
-                    f"{kind.name} set"
-                )
+            if kind.adjudication is None:
+                served = ", ".join(name for name, k in _kinds().items() if k.adjudication is not None)
+                raise BadInput(f"{folder}: --adjudicate settles sets of kind {served}; this is a {kind.name} set")
             check_readers(tuple(adjudicate))
             reader = reader or "adjudicator"
         if not reader:
@@ -407,18 +531,19 @@ class Desk:
 
     def disputes(self) -> list[dict[str, Any]]:
         """The readers' disagreements (item, field, both readings), in item order."""
-        assert self.adjudicate is not None
-        return disagreements(self.folder, self.adjudicate)
+        assert self.adjudicate is not None and self.kind.adjudication is not None
+        return self.kind.adjudication.disputes(self.folder, self.adjudicate)
 
     def decisions(self) -> dict[tuple[str, str], Decision]:
         """The decisions saved so far that still settle a current disagreement (a reader who read again since
         may have made one moot)."""
+        assert self.kind.adjudication is not None
         if not self.decisions_path.is_file():
             return {}
         wanted = {(d["item_id"], d["field"]): d for d in self.disputes()}
         out = {}
         for lineno, obj in iter_jsonl(self.decisions_path):
-            d = parse_record(Decision, obj, f"{self.decisions_path}:{lineno}")
+            d = parse_record(self.kind.adjudication.decision_model, obj, f"{self.decisions_path}:{lineno}")
             w = wanted.get((d.item_id, d.field))
             if w is not None and (d.reader_a, d.reader_b) == (w["reader_a"], w["reader_b"]):
                 out[(d.item_id, d.field)] = d
@@ -426,15 +551,16 @@ class Desk:
 
     def decide(self, item_id: str, field_name: str, pick: str, reason: str, seconds: Any) -> dict[str, Any]:
         """Save one decision (``pick``: "a" or "b", the reading taken); when every disagreement is decided, write
-        ``labels/adjudicated.jsonl`` and ``adjudication.jsonl`` as ``annotate adjudicate`` does."""
-        assert self.adjudicate is not None
+        what the kind's adjudication writes (outcome items: ``labels/adjudicated.jsonl`` and ``adjudication.jsonl``
+        as ``annotate adjudicate`` does; an intelligibility set: its ``adjudication.jsonl``)."""
+        assert self.adjudicate is not None and self.kind.adjudication is not None
         wanted = {(d["item_id"], d["field"]): d for d in self.disputes()}
         w = wanted.get((item_id, field_name))
         if w is None:
             raise BadInput(f"{item_id} {field_name}: the readers agree there (or no such item)")
         if pick not in ("a", "b"):
             raise BadInput("decide one of the two readings: a or b")
-        decision = Decision(
+        decision = self.kind.adjudication.decision_model(
             item_id=item_id,
             field=field_name,
             reader_a=w["reader_a"],
@@ -450,7 +576,7 @@ class Desk:
             write_jsonl(self.decisions_path, [d.model_dump(mode="json", exclude_none=True) for d in ordered])
         written = None
         if len(current) == len(wanted):
-            written = adjudicate(self.folder, self.decisions_path, self.adjudicate)
+            written = self.kind.adjudication.finish(self.folder, self.decisions_path, self.adjudicate)
         return {"decided": len(current), "of": len(wanted), "written": written}
 
     # ------------------------------------------------------------------ the page's data
@@ -470,6 +596,8 @@ class Desk:
             "order": [i.item_id for i in self.items],
             "keys": self.kind.keys,
             "required": list(self.kind.required),
+            "notes": self.kind.notes,
+            "columns": [c for c in self.kind.columns if c != "item_id"],
         }
         if self.adjudicate is not None:
             return base | self._adjudication_state()
@@ -487,7 +615,7 @@ class Desk:
         }
 
     def _adjudication_state(self) -> dict[str, Any]:
-        assert self.adjudicate is not None
+        assert self.adjudicate is not None and self.kind.adjudication is not None
         a, b = self.adjudicate
         readings = {name: self._reader_rows(name) for name in (a, b)}
         disputes = self.disputes()
@@ -510,22 +638,23 @@ class Desk:
             "first_undecided": next(
                 (k for k, d in enumerate(disputes) if (d["item_id"], d["field"]) not in done), len(disputes)
             ),
-            "written": (self.folder / "labels" / f"{ADJUDICATED}.jsonl").is_file() and len(done) == len(disputes),
+            "written": (self.folder / self.kind.adjudication.written).is_file() and len(done) == len(disputes),
         }
 
     def _reader_rows(self, name: str) -> dict[str, dict[str, str]]:
-        from backtest.analysis.reading.items import read_labels
-
         return {
-            lab.item_id: {c: _cell(getattr(lab, c, "")) for c in SHEET_COLUMNS if c != "item_id"}
-            for lab in read_labels(self.folder / "labels" / f"{name}.jsonl")
+            lab.item_id: {c: _cell(getattr(lab, c, "")) for c in self.kind.columns if c != "item_id"}
+            for lab in read_records(self.folder / "labels" / f"{name}.jsonl", self.kind.label_model)  # type: ignore[arg-type]
         }
 
 
 def _cell(value: Any) -> str:
-    """A label's field as the sheet writes it (cited ids joined by spaces; None as empty)."""
+    """A label's field as the sheet writes it (cited ids joined by spaces; None as empty; a yes/no as JSON's
+    true or false)."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, list):
         return " ".join(value)
     return str(value)
