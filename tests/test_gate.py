@@ -164,6 +164,15 @@ def test_reviewed_set_is_a_function_of_corpus_seed_and_decisions(astro_ws, found
     notes = json.loads((first / "metadata.json").read_text())["generator_notes"]
     assert notes["gate"].startswith("careful reading") and notes["readers_could_know_after_cutoff"] is True
     assert len(notes["decisions_sha256"]) == 64 and notes["accepted"] == len(accepted)
+    # the committed claim notes: every question quotes its annotator's stated later finding, none is asked of a
+    # tension its annotator found not askable
+    from backtest.generators.claim_notes import read_notes
+
+    stated = {n.candidate_id: n for n in read_notes(GATE)}
+    assert notes["claims_stated"] == len(stated) == len(accepted) and len(notes["claim_notes_sha256"]) == 64
+    for q in questions:
+        note = stated[q["tension"]["candidate_id"]]
+        assert note.askable and note.later in q["question"] and q["tension"]["stated_by"] == note.reader
     code, _, err = run_cli(
         ["generate", "random_claims", "--instance", "astro-2025", "--reviewed", str(GATE)],
         root=astro_ws.root,
