@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from backtest.analysis.outputs import Decode, RunSample, SampleDesign, StratumSample
 from backtest.analysis.reading.items import AnnotationItem, PairItem, PairQuestion, ShownDocument
 from backtest.analysis.reading.sample import (
+    RunMaterial,
     blind_question,
     check_numbering,
     draw,
@@ -92,14 +93,7 @@ def export_items(
     the strata; the frozen set each run scored and the hash of what its sample shows). Items are numbered from
     ``first_item``, so exports made in batches can share one numbering (their items.jsonl, sheets and decode
     files then concatenate without clashes)."""
-    if first_item < 1:
-        raise BadInput("--first-item must be at least 1")
-    if (n is None) == (per_run is None):
-        raise BadInput("give one of --n (items split over the runs) or --per-run (a sample of each run)")
-    if (n if n is not None else per_run) < 1:  # type: ignore[operator]
-        raise BadInput(f"--{'n' if n is not None else 'per-run'} must be at least 1")
-    if stratify not in (None, "outcome"):
-        raise BadInput(f"unknown --stratify {stratify!r} (known: outcome)")
+    _check_draw(n, per_run, stratify, first_item)
     if not run_dirs:
         raise BadInput("give at least one run folder")
     out = Path(out)
@@ -112,30 +106,67 @@ def export_items(
     strata = [m.strata(stratify) for m in materials]
     picked, order = draw(strata, run_quotas, seed)
     check_numbering(first_item, len(order))
-    samples: dict[str, RunSample] = {}
-    for material, run_strata, indexes in zip(materials, strata, picked):
-        population = sum(len(v) for v in run_strata.values())
-        ids = [material.questions[i].question_id for i in indexes]
-        if stratify:
-            chosen = set(indexes)
-            samples[material.name] = RunSample(
-                population=population,
-                sampled=ids,
-                strata={
-                    s: StratumSample(
-                        population=len(v), sampled=[material.questions[i].question_id for i in v if i in chosen]
-                    )
-                    for s, v in sorted(run_strata.items())
-                },
-            )
-        else:
-            samples[material.name] = RunSample(
-                population=population,
-                sampled=ids,
-                inclusion_probability=len(ids) / population if population else 0.0,
-                frozen_seal=material.run.frozen_seal,
-                shown_sha256=shown_sha256_of(material, ids),
-            )
+    samples = {m.name: _run_sample(m, s, indexes, stratify) for m, s, indexes in zip(materials, strata, picked)}
+    items, decode = _blinded_items(materials, order, first_item)
+    design = SampleDesign(
+        kind="stratified" if stratify else "srs", seed=seed, per_run=per_run, n=n, stratify=stratify, runs=samples
+    )
+    meta = {"kind": "items", "n": len(items), "seed": seed, "stratify": stratify, "first_item": first_item}
+    meta |= {"runs": [m.name for m in materials], "design": design.model_dump(mode="json", exclude_none=True)}
+    write_export(out, items, SHEET_COLUMNS, decode, _codebook_text(codebook), "codebook.md", meta)
+    return {
+        "out": str(out),
+        "n": len(items),
+        "per_run": {m.name: sum(1 for v in decode.values() if v["run"] == m.name) for m in materials},
+    }
+
+
+def _check_draw(n: int | None, per_run: int | None, stratify: str | None, first_item: int) -> None:
+    """BadInput, one line, unless exactly one of ``n`` and ``per_run`` is given, at least 1, with a known
+    ``stratify`` and a ``first_item`` of at least 1."""
+    if first_item < 1:
+        raise BadInput("--first-item must be at least 1")
+    if (n is None) == (per_run is None):
+        raise BadInput("give one of --n (items split over the runs) or --per-run (a sample of each run)")
+    if (n if n is not None else per_run) < 1:  # type: ignore[operator]
+        raise BadInput(f"--{'n' if n is not None else 'per-run'} must be at least 1")
+    if stratify not in (None, "outcome"):
+        raise BadInput(f"unknown --stratify {stratify!r} (known: outcome)")
+
+
+def _run_sample(
+    material: RunMaterial, strata: dict[str, list[int]], indexes: list[int], stratify: str | None
+) -> RunSample:
+    """What ``decode.json`` records of one run's sample: its population and the question ids drawn, with the
+    strata (stratified) or the inclusion probability, the frozen set scored and the hash of what it shows."""
+    population = sum(len(v) for v in strata.values())
+    ids = [material.questions[i].question_id for i in indexes]
+    if stratify:
+        chosen = set(indexes)
+        return RunSample(
+            population=population,
+            sampled=ids,
+            strata={
+                s: StratumSample(
+                    population=len(v), sampled=[material.questions[i].question_id for i in v if i in chosen]
+                )
+                for s, v in sorted(strata.items())
+            },
+        )
+    return RunSample(
+        population=population,
+        sampled=ids,
+        inclusion_probability=len(ids) / population if population else 0.0,
+        frozen_seal=material.run.frozen_seal,
+        shown_sha256=shown_sha256_of(material, ids),
+    )
+
+
+def _blinded_items(
+    materials: Sequence[RunMaterial], order: Sequence[tuple[int, int]], first_item: int
+) -> tuple[list[AnnotationItem], dict[str, dict[str, Any]]]:
+    """The items in draw order, numbered from ``first_item`` (blinded: the question's id is the item's), and the
+    private decode entry of each: the run, system and question it came from and the run judge's labels."""
     items, decode = [], {}
     for k, (r, i) in enumerate(order, start=first_item):
         material, item = materials[r], item_id(k)
@@ -155,31 +186,7 @@ def export_items(
             "judge_outcome": judgment.outcome,
             "judge_premise_status": judgment.premise_status,
         }
-    design = SampleDesign(
-        kind="stratified" if stratify else "srs", seed=seed, per_run=per_run, n=n, stratify=stratify, runs=samples
-    )
-    write_export(
-        out,
-        items,
-        SHEET_COLUMNS,
-        decode,
-        _codebook_text(codebook),
-        "codebook.md",
-        {
-            "kind": "items",
-            "n": len(items),
-            "seed": seed,
-            "stratify": stratify,
-            "first_item": first_item,
-            "runs": [m.name for m in materials],
-            "design": design.model_dump(mode="json", exclude_none=True),
-        },
-    )
-    return {
-        "out": str(out),
-        "n": len(items),
-        "per_run": {m.name: sum(1 for v in decode.values() if v["run"] == m.name) for m in materials},
-    }
+    return items, decode
 
 
 def render_item(item: AnnotationItem) -> str:

@@ -57,9 +57,35 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
     if len(kinds) != 1:
         raise BadInput("cannot merge item exports with pair exports")
     kind = kinds.pop()
-    model = PairItem if kind == "pairs" else AnnotationItem
     out = Path(out)
     prepare_out(out)
+    records, decode, metas = _read_batches(dirs, kind)
+    raters = _raters(dirs)
+    decisions = _decisions(dirs) if ADJUDICATED in raters else []
+    design = _merged_design(metas) if kind == "items" else {}
+    guide, guide_name = _guide(dirs)
+    columns = PAIR_SHEET_COLUMNS if kind == "pairs" else SHEET_COLUMNS
+    meta = {"kind": kind, "n": len(records), "merged_from": metas, **design}
+    write_export(out, records, columns, decode, guide, guide_name, meta)
+    for rater in raters:
+        model = PairLabel if kind == "pairs" else Label
+        labels = sorted(
+            (lab for d in dirs for lab in read_records(d / "labels" / f"{rater}.jsonl", model)),
+            key=lambda lab: lab.item_id,
+        )
+        write_jsonl(
+            out / "labels" / f"{rater}.jsonl", [lab.model_dump(mode="json", exclude_none=True) for lab in labels]
+        )
+    if ADJUDICATED in raters:
+        decisions.sort(key=lambda r: (str(r.get("item_id")), str(r.get("field"))))
+        write_jsonl(out / "adjudication.jsonl", decisions)
+    return {"out": str(out), "n": len(records), "raters": raters, "no_design": design.get("no_design")}
+
+
+def _read_batches(dirs: Sequence[Path], kind: str) -> tuple[list[Any], dict[str, Any], list[dict[str, Any]]]:
+    """The batches' records in item order, their decode entries, and each batch's decode file less its items
+    (as written); BadInput, one line, for an item id in two batches."""
+    model = PairItem if kind == "pairs" else AnnotationItem
     records: list[Any] = []
     decode: dict[str, Any] = {}
     metas = []
@@ -75,43 +101,34 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
         decode.update(meta["items"])
         metas.append({k: v for k, v in meta.items() if k != "items"})
     records.sort(key=lambda r: r.item_id)
+    return records, decode, metas
+
+
+def _raters(dirs: Sequence[Path]) -> list[str]:
+    """The readers with labels in the batches; BadInput, one line, for one who did not label every batch."""
     raters = sorted({p.stem for d in dirs for p in (d / "labels").glob("*.jsonl")})
     for rater in raters:
         missing = [str(d) for d in dirs if not (d / "labels" / f"{rater}.jsonl").is_file()]
         if missing:
             raise BadInput(f"reader {rater} has no labels in {', '.join(missing)}: merge labelled batches whole")
+    return raters
+
+
+def _decisions(dirs: Sequence[Path]) -> list[dict[str, Any]]:
+    """Every batch's adjudication decisions, which go with its adjudicated labels (estimate checks one against the
+    other); BadInput, one line, for a batch without them."""
     decisions: list[dict[str, Any]] = []
-    if ADJUDICATED in raters:  # the decisions go with the adjudicated labels (estimate checks one against the other)
-        for d in dirs:
-            if not (d / "adjudication.jsonl").is_file():
-                raise BadInput(f"{d}: labels/{ADJUDICATED}.jsonl without adjudication.jsonl; adjudicate it again first")
-            decisions += [row for _, row in iter_jsonl(d / "adjudication.jsonl")]
-    design = _merged_design(metas) if kind == "items" else {}
-    guide, guide_name = None, "codebook.md"
+    for d in dirs:
+        if not (d / "adjudication.jsonl").is_file():
+            raise BadInput(f"{d}: labels/{ADJUDICATED}.jsonl without adjudication.jsonl; adjudicate it again first")
+        decisions += [row for _, row in iter_jsonl(d / "adjudication.jsonl")]
+    return decisions
+
+
+def _guide(dirs: Sequence[Path]) -> tuple[str | None, str]:
+    """The first batch's codebook (or pair guide) and its file name."""
     for d in dirs:
         for name in ("codebook.md", "guide.md"):
-            if guide is None and (d / name).is_file():
-                guide, guide_name = read_text_file(d / name), name
-    write_export(
-        out,
-        records,
-        PAIR_SHEET_COLUMNS if kind == "pairs" else SHEET_COLUMNS,
-        decode,
-        guide,
-        guide_name,
-        {"kind": kind, "n": len(records), "merged_from": metas, **design},
-    )
-    for rater in raters:
-        labels = [
-            lab
-            for d in dirs
-            for lab in read_records(d / "labels" / f"{rater}.jsonl", PairLabel if kind == "pairs" else Label)
-        ]
-        labels.sort(key=lambda lab: lab.item_id)
-        write_jsonl(
-            out / "labels" / f"{rater}.jsonl", [lab.model_dump(mode="json", exclude_none=True) for lab in labels]
-        )
-    if ADJUDICATED in raters:
-        decisions.sort(key=lambda r: (str(r.get("item_id")), str(r.get("field"))))
-        write_jsonl(out / "adjudication.jsonl", decisions)
-    return {"out": str(out), "n": len(records), "raters": raters, "no_design": design.get("no_design")}
+            if (d / name).is_file():
+                return read_text_file(d / name), name
+    return None, "codebook.md"

@@ -92,6 +92,32 @@ def import_sheet(
     labels folder (:data:`LABELS_LOCK`), so concurrent imports of one reader write once and refuse the rest.
     ``adjudicated`` is no reader's name: ``labels/adjudicated.jsonl`` is what :func:`adjudicate` derives."""
     sheet, items_dir = Path(sheet), Path(items_dir)
+    target = _labels_target(rater, items_dir, out)
+    pairwise = (items_dir / "pairs.jsonl").is_file()
+    source = items_dir / ("pairs.jsonl" if pairwise else "items.jsonl")
+    if not source.is_file():
+        raise BadInput(f"{items_dir}: no items.jsonl or pairs.jsonl (give the folder annotate export wrote)")
+    records = read_records(source, PairItem if pairwise else AnnotationItem)
+    shown = {r.item_id: ([d.id for d in r.documents] if not pairwise else []) for r in records}
+    rows, seconds = _answers(sheet, PAIR_SHEET_COLUMNS if pairwise else SHEET_COLUMNS, completed_by)
+    labels, problems = _row_labels(sheet.name, rows, shown, pairwise, seconds)
+    if problems:
+        raise CheckFailed(f"{sheet}: {len(problems)} problem(s), nothing written: {problems[0]}", details=problems)
+    with file_lock(target.parent / LABELS_LOCK):
+        replaced = target.exists()
+        if replaced and not replace:
+            raise BadInput(
+                f"{target}: exists (reader {rater!r} was imported before); pass --replace to replace their labels, "
+                "or import this sheet under another --rater"
+            )
+        write_labels(target, labels, [r.item_id for r in records])
+        stale = replaced and (target.parent / f"{ADJUDICATED}.jsonl").is_file()
+    return {"labels": str(target), "n": len(labels), "pairwise": pairwise, "adjudication_stale": stale}
+
+
+def _labels_target(rater: str, items_dir: Path, out: str | Path | None) -> Path:
+    """Where a reader's labels go (``out``, else ``labels/<rater>.jsonl``); BadInput, one line, for an unsafe
+    reader name or the reserved ``adjudicated``."""
     try:
         check_safe_name(rater, "rater name")
     except ValueError as exc:
@@ -102,33 +128,45 @@ def import_sheet(
             f"{ADJUDICATED!r} is reserved: labels/{ADJUDICATED}.jsonl is written by `backtest annotate adjudicate` "
             "from two readers' labels and a decision per disagreement; import each reader under their own name"
         )
-    pairwise = (items_dir / "pairs.jsonl").is_file()
-    source = items_dir / ("pairs.jsonl" if pairwise else "items.jsonl")
-    if not source.is_file():
-        raise BadInput(f"{items_dir}: no items.jsonl or pairs.jsonl (give the folder annotate export wrote)")
-    records = read_records(source, PairItem if pairwise else AnnotationItem)
-    shown = {r.item_id: ([d.id for d in r.documents] if not pairwise else []) for r in records}
-    columns = PAIR_SHEET_COLUMNS if pairwise else SHEET_COLUMNS
-    seconds: dict[str, float] = {}
-    if sheet.suffix.lower() == ".json":
-        from backtest.analysis.reading.labelstudio import read_export
+    return target
 
-        rows, seconds = read_export(sheet, columns, completed_by)
-        for k, row in rows:
-            if any(CONTROL_CHARS.search(v) for v in row.values()):
-                raise BadInput(
-                    f"{sheet}: task {k}: a control character (NUL, an ANSI escape or a bidirectional "
-                    "override) in an answer; remove it and import again"
-                )
-    elif completed_by is not None:
-        raise BadInput("--completed-by picks an annotator of a Label Studio export (a .json SHEET)")
-    else:
-        rows = _read_sheet(sheet, columns)
+
+def _answers(
+    sheet: Path, columns: Sequence[str], completed_by: str | None
+) -> tuple[list[tuple[int, dict[str, str]]], dict[str, float]]:
+    """The answers of a filled sheet as rows (line or task number, the columns' values) and, from a Label Studio
+    export (a ``.json`` SHEET), each item's seconds; BadInput, one line, for a control character in an answer."""
+    if sheet.suffix.lower() != ".json":
+        if completed_by is not None:
+            raise BadInput("--completed-by picks an annotator of a Label Studio export (a .json SHEET)")
+        return _read_sheet(sheet, columns), {}
+    from backtest.analysis.reading.labelstudio import read_export
+
+    rows, seconds = read_export(sheet, columns, completed_by)
+    for k, row in rows:
+        if any(CONTROL_CHARS.search(v) for v in row.values()):
+            raise BadInput(
+                f"{sheet}: task {k}: a control character (NUL, an ANSI escape or a bidirectional "
+                "override) in an answer; remove it and import again"
+            )
+    return rows, seconds
+
+
+def _row_labels(
+    name: str,
+    rows: Sequence[tuple[int, dict[str, str]]],
+    shown: dict[str, list[str]],
+    pairwise: bool,
+    seconds: dict[str, float],
+) -> tuple[list[Any], list[str]]:
+    """Every row's label (with its item's ``seconds`` when known) and every problem with the rows (``name``: the
+    sheet's, to name each row): an unknown item, an item twice, one without a row, and what :func:`row_label`
+    finds."""
     problems: list[str] = []
     labels: list[Any] = []
     seen: set[str] = set()
     for line, row in rows:
-        where = f"{sheet.name}:{line}"
+        where = f"{name}:{line}"
         item_id = row["item_id"]
         if item_id not in shown:
             problems.append(f"{where}: unknown item {item_id!r}")
@@ -144,21 +182,10 @@ def import_sheet(
     missing = [i for i in shown if i not in seen]
     if missing:
         problems.append(
-            f"{sheet.name}: {len(missing)} item(s) have no row: "
+            f"{name}: {len(missing)} item(s) have no row: "
             f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}"
         )
-    if problems:
-        raise CheckFailed(f"{sheet}: {len(problems)} problem(s), nothing written: {problems[0]}", details=problems)
-    with file_lock(target.parent / LABELS_LOCK):
-        replaced = target.exists()
-        if replaced and not replace:
-            raise BadInput(
-                f"{target}: exists (reader {rater!r} was imported before); pass --replace to replace their labels, "
-                "or import this sheet under another --rater"
-            )
-        write_labels(target, labels, [r.item_id for r in records])
-        stale = replaced and (target.parent / f"{ADJUDICATED}.jsonl").is_file()
-    return {"labels": str(target), "n": len(labels), "pairwise": pairwise, "adjudication_stale": stale}
+    return labels, problems
 
 
 def write_labels(target: Path, labels: Sequence[Any], order: Sequence[str]) -> None:
