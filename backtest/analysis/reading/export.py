@@ -164,10 +164,11 @@ def _run_sample(
 
 def _blinded_items(
     materials: Sequence[RunMaterial], order: Sequence[tuple[int, int]], first_item: int
-) -> tuple[list[AnnotationItem], dict[str, dict[str, Any]]]:
+) -> tuple[list[AnnotationItem], dict[str, dict[str, str | None]]]:
     """The items in draw order, numbered from ``first_item`` (blinded: the question's id is the item's), and the
     private decode entry of each: the run, system and question it came from and the run judge's labels."""
-    items, decode = [], {}
+    items: list[AnnotationItem] = []
+    decode: dict[str, dict[str, str | None]] = {}
     for k, (r, i) in enumerate(order, start=first_item):
         material, item = materials[r], item_id(k)
         q = material.questions[i]
