@@ -21,7 +21,7 @@ import csv
 import io
 import random
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from backtest.analysis.outputs import Decode, RunSample, SampleDesign, StratumSample
 from backtest.analysis.reading.items import AnnotationItem, PairItem, PairQuestion, ShownDocument
@@ -40,6 +40,10 @@ from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_write_text, iter_jsonl, read_text_file, write_jsonl
 from backtest.core.html import markdown_text
 from backtest.core.records import parse_record, write_output
+
+if TYPE_CHECKING:
+    from backtest.arena.contexts import ArenaContext
+    from backtest.corpus.store import PastCorpus
 
 DEFAULT_CODEBOOK = Path("reference") / "sqb" / "annotation" / "codebook.md"
 PAIR_GUIDE = """# Pairwise reading guide
@@ -278,9 +282,6 @@ def export_pairs(
     The context papers come from each arena's instance (``instance_id``, else the
     ``results/<instance>/`` the arena folder lies in), clipped as the arena shows them.
     """
-    from backtest.arena.contexts import MAX_ABSTRACT_CHARS, MAX_CONTEXT_PAPERS, ArenaContext
-    from backtest.corpus.instance import load_instance, open_past_corpus
-
     if n < 1 or first_item < 1:
         raise BadInput("--n and --first-item must be at least 1")
     dirs = [Path(d) for d in arena_dirs]
@@ -292,6 +293,36 @@ def export_pairs(
         )
     out = Path(out)
     prepare_out(out)
+    drawn = _draw_pairs(ws, dirs, n, seed, instance_id)
+    check_numbering(first_item, len(drawn))
+    pairs, decode = [], {}
+    for k, (arena_dir, inst, ctx, sa, sb, past) in enumerate(drawn, start=first_item):
+        item = item_id(k)
+        pairs.append(_pair_item(item, ctx, sa, sb, past))
+        decode[item] = {
+            "arena": ws.relative(arena_dir),
+            "instance": inst,
+            "context_id": ctx.context_id,
+            "a": sa,
+            "b": sb,
+            "a_question_id": ctx.outputs[sa].question_id,
+            "b_question_id": ctx.outputs[sb].question_id,
+        }
+    meta = {"kind": "pairs", "n": len(pairs), "seed": seed, "first_item": first_item}
+    meta["arenas"] = [ws.relative(d) for d in dirs]
+    write_export(out, pairs, PAIR_SHEET_COLUMNS, decode, PAIR_GUIDE, "guide.md", meta)
+    return {"out": str(out), "n": len(pairs)}
+
+
+def _draw_pairs(
+    ws, dirs: Sequence[Path], n: int, seed: int, instance_id: str | None
+) -> list[tuple[Path, str, ArenaContext, str, str, PastCorpus]]:
+    """The seeded draw: ``n`` contexts split evenly over the arenas, drawn without replacement, and two of each
+    context's systems at random, shuffled; each as (arena folder, instance, context, system a, system b, the
+    instance's past corpus)."""
+    from backtest.arena.contexts import ArenaContext
+    from backtest.corpus.instance import load_instance, open_past_corpus
+
     rng = random.Random(seed)
     drawn = []
     for arena_dir, quota in zip(dirs, quotas(n, len(dirs))):
@@ -305,44 +336,23 @@ def export_pairs(
         for ctx in rng.sample(contexts, min(quota, len(contexts))):
             drawn.append((arena_dir, inst, ctx, *rng.sample(ctx.systems(), 2), past))
     rng.shuffle(drawn)
-    check_numbering(first_item, len(drawn))
-    pairs, decode = [], {}
-    for k, (arena_dir, inst, ctx, sa, sb, past) in enumerate(drawn, start=first_item):
-        item = item_id(k)
-        docs = [
-            ShownDocument(id=i, title=rec.title, abstract=rec.abstract[:MAX_ABSTRACT_CHARS], published=rec.published)
-            for i in ctx.evidence_ids[:MAX_CONTEXT_PAPERS]
-            if (rec := past.get(i)) is not None
-        ]
-        sides = {}
-        for side, system in (("a", sa), ("b", sb)):
-            output = ctx.outputs[system]
-            question, _, rest = output.output.partition("\n")
-            premise = rest.split(": ", 1)[1] if ": " in rest else None
-            sides[side] = PairQuestion(question=question, premise=premise, evidence_ids=output.evidence_ids)
-        pairs.append(PairItem(item_id=item, context=docs, a=sides["a"], b=sides["b"]))
-        decode[item] = {
-            "arena": ws.relative(arena_dir),
-            "instance": inst,
-            "context_id": ctx.context_id,
-            "a": sa,
-            "b": sb,
-            "a_question_id": ctx.outputs[sa].question_id,
-            "b_question_id": ctx.outputs[sb].question_id,
-        }
-    write_export(
-        out,
-        pairs,
-        PAIR_SHEET_COLUMNS,
-        decode,
-        PAIR_GUIDE,
-        "guide.md",
-        {
-            "kind": "pairs",
-            "n": len(pairs),
-            "seed": seed,
-            "first_item": first_item,
-            "arenas": [ws.relative(d) for d in dirs],
-        },
-    )
-    return {"out": str(out), "n": len(pairs)}
+    return drawn
+
+
+def _pair_item(item: str, ctx: ArenaContext, sa: str, sb: str, past: PastCorpus) -> PairItem:
+    """The blinded pair: the context's papers as the arena shows them (clipped), and systems ``sa`` and ``sb``'s
+    questions as a and b, each with its premise."""
+    from backtest.arena.contexts import MAX_ABSTRACT_CHARS, MAX_CONTEXT_PAPERS
+
+    docs = [
+        ShownDocument(id=i, title=rec.title, abstract=rec.abstract[:MAX_ABSTRACT_CHARS], published=rec.published)
+        for i in ctx.evidence_ids[:MAX_CONTEXT_PAPERS]
+        if (rec := past.get(i)) is not None
+    ]
+    sides = {}
+    for side, system in (("a", sa), ("b", sb)):
+        output = ctx.outputs[system]
+        question, _, rest = output.output.partition("\n")
+        premise = rest.split(": ", 1)[1] if ": " in rest else None
+        sides[side] = PairQuestion(question=question, premise=premise, evidence_ids=output.evidence_ids)
+    return PairItem(item_id=item, context=docs, a=sides["a"], b=sides["b"])
