@@ -150,7 +150,7 @@ def _freeze(ws, sub: Path) -> dict:
 
 
 def _naive_screen(sub: Path) -> dict:
-    from backtest.submit.gates import load_submission
+    from backtest.submit.loading import load_submission
     from backtest.text.equivalence import get_rule, pairs_above_all
 
     texts = [q.question for q in load_submission(sub).questions]

@@ -9,7 +9,7 @@ import pytest
 
 from backtest.core.errors import BadInput
 from backtest.submit.freeze import FROZEN_FILE
-from backtest.submit.gates import FreezeSettings
+from backtest.submit.loading import FreezeSettings
 from backtest.text.clarity import CLARITY_THRESHOLD, CLARITY_VERSION, clarity_score
 
 from .submission_helpers import metadata, past_records, question_rows, snapshot, writable_ws, write_submission

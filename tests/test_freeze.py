@@ -13,8 +13,8 @@ from backtest.core.fileio import write_json
 from backtest.core.seal import compute_seal, sha256_file, with_seal
 from backtest.corpus.instance import load_instance
 from backtest.submit.freeze import FROZEN_FILE, is_frozen_and_intact, load_frozen
-from backtest.submit.gates import parse_metadata, parse_questions
 from backtest.submit.ledger import GENESIS, entry_hash
+from backtest.submit.loading import parse_metadata, parse_questions
 
 from .conftest import SQB
 from .submission_helpers import (

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from backtest.submit.freeze import FROZEN_FILE, freeze_once, freeze_submission
-from backtest.submit.gates import FreezeSettings
+from backtest.submit.loading import FreezeSettings
 
 from .submission_helpers import make_submission, snapshot, writable_ws
 

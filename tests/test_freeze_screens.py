@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from backtest.submit.gates import FreezeSettings, GateContext, gate_submitted_text, gate_term_stuffing, load_submission
+from backtest.submit.gates import gate_submitted_text, gate_term_stuffing
+from backtest.submit.loading import FreezeSettings, GateContext, load_submission
 from tests.conftest import REPO, run_cli
 
 COMMITTED = sorted(p.parent for p in REPO.glob("frozen/*/*/v*/questions.jsonl"))

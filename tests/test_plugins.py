@@ -152,6 +152,51 @@ def test_a_factory_must_make_a_judge_subclass(monkeypatch) -> None:
         get_pairwise_judge("duck")
 
 
+class NotAPlugin:
+    """What a broken plugin's factory makes: none of a generator, an equivalence rule or a rubric scorer."""
+
+    name = "duck"
+
+
+def test_every_registry_refuses_what_is_not_its_kind(monkeypatch, tmp_path, capsys) -> None:
+    """A generator, an equivalence rule or a rubric whose factory makes the wrong thing is refused in one line
+    that names what it lacks, before anything calls it (as a judge's factory is)."""
+    from backtest.arena.rubric import RUBRICS, get_rubric
+    from backtest.generators.protocol import GENERATORS, get_generator
+    from backtest.text.equivalence import RULES, get_rule
+    from tests.conftest import run_cli
+
+    for registry in (GENERATORS, RULES, RUBRICS):
+        monkeypatch.setitem(registry._entries, "duck", lambda **_: NotAPlugin())
+    with pytest.raises(BadInput) as refused:
+        get_generator("duck")
+    assert refused.value.message == (
+        "generator 'duck' made a NotAPlugin, not a backtest.generators.protocol.Generator: it lacks generate, "
+        "version (needs generate, name, version)"
+    )
+    with pytest.raises(
+        BadInput,
+        match=r"^equivalence rule 'duck' made a NotAPlugin, not a backtest\.text\.equivalence"
+        r"\.EquivalenceRule: it lacks similarity_matrix, threshold \(needs name, similarity_matrix",
+    ):
+        get_rule("duck", threshold=0.5)
+    with pytest.raises(
+        BadInput,
+        match=r"^rubric 'duck' made a NotAPlugin, not a backtest\.arena\.rubric\.RubricScorer: "
+        r"it lacks score_output, score_set",
+    ):
+        get_rubric("duck")
+    # through the CLI: exit 2, one line, nothing generated
+    code, out, err = run_cli(
+        ["generate", "duck", "--instance", "astro-2025-ep", "--out", tmp_path / "s"], tmp_path, capsys
+    )
+    assert code == 2 and out == "" and not (tmp_path / "s").exists()
+    assert err.strip().splitlines() == [f"error: {refused.value.message}"]
+    # the built-in entries still pass the check
+    assert get_rule("tfidf").threshold == 0.25 and get_rubric("offline").name == "offline-rubric-v1"
+    assert get_generator("random_claims").name == "random_claims"
+
+
 def test_a_judge_that_cannot_be_refitted_says_so() -> None:
     from backtest.judge import get_judge
 

@@ -34,7 +34,7 @@ from backtest.core.errors import BadInput
 from backtest.core.fileio import read_toml
 from backtest.core.records import Versioned
 from backtest.core.registry import Registry
-from backtest.judge.protocol import factory_of_config, find_config, not_a_subclass, not_refittable
+from backtest.judge.protocol import factory_of_config, find_config, not_refittable
 
 VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
 SHARES = {"A>>B": 1.0, "A>B": 0.75, "A=B": 0.5, "B>A": 0.25, "B>>A": 0.0}
@@ -129,6 +129,7 @@ PAIRWISE_JUDGES: Registry[PairwiseFactory] = Registry(
         "position-a": "backtest.arena.offline_pairwise:make_position_a",
         "llm": "backtest.arena.llm_pairwise:make_llm",
     },
+    makes=PairwiseJudge,
 )
 
 
@@ -147,8 +148,7 @@ def get_pairwise_judge(name_or_config: str | Path | None = None, root: Path | No
         config = read_toml(config_path, "pairwise judge config")
         kind = str(config.get("kind", "llm"))
         made = factory_of_config(PAIRWISE_JUDGES, config, config_path)(config, config_path.resolve())
-    if not isinstance(made, PairwiseJudge):  # a plugin's factory may make anything
-        raise BadInput(not_a_subclass(made, kind, PairwiseJudge))
+    PAIRWISE_JUDGES.check(made, kind, what="pairwise judge kind")  # a plugin's factory may make anything
     return made
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
 from backtest.core.registry import Registry
@@ -179,7 +179,22 @@ class OfflineRubric:
         return SetScores(breadth, distinct, utility, n)
 
 
-RubricFactory = Callable[..., Any]
+@runtime_checkable
+class RubricScorer(Protocol):
+    """What a rubric factory makes: scores for one output in its context, and for one system's set of outputs."""
+
+    name: str
+
+    def score_output(self, context: ArenaContext, output: ArenaOutput) -> OutputScores:
+        """g, ℓ, j for one output in its context."""
+        ...
+
+    def score_set(self, outputs: Sequence[ArenaOutput]) -> SetScores:
+        """b, d, u for a set of outputs (one system's outputs)."""
+        ...
+
+
+RubricFactory = Callable[..., RubricScorer]
 
 
 def make_offline_rubric(**_: Any) -> OfflineRubric:
@@ -196,12 +211,15 @@ RUBRICS: Registry[RubricFactory] = Registry(
         "offline": "backtest.arena.rubric:make_offline_rubric",
         "llm": "backtest.arena.llm_pairwise:make_rubric",
     },
+    makes=RubricScorer,
 )
 
 
-def get_rubric(name: str = "offline", **options: Any) -> Any:
-    """A rubric scorer by name (``offline``; ``llm`` needs ``config=...``)."""
-    return RUBRICS.get(name)(**options)
+def get_rubric(name: str = "offline", **options: Any) -> RubricScorer:
+    """A rubric scorer by name (``offline``; ``llm`` needs ``config=...``); BadInput, one line, when what its
+    factory makes is no :class:`RubricScorer`."""
+    made: RubricScorer = RUBRICS.make(name, **options)
+    return made
 
 
 def rubric_report(contexts: Sequence[ArenaContext], scorer=None) -> dict[str, Any]:

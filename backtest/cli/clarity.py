@@ -17,7 +17,7 @@ def load_question_set(path: Path) -> tuple[str, list[Any]]:
     """(what PATH is, its questions): a frozen set (seal and hashes verified), a submission folder, or a
     questions.jsonl file."""
     from backtest.submit.freeze import FROZEN_FILE, load_frozen
-    from backtest.submit.gates import QUESTIONS_FILE, parse_questions
+    from backtest.submit.loading import QUESTIONS_FILE, parse_questions
 
     if not path.exists():
         raise BadInput(f"{path}: no such file or folder")

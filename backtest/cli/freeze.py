@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from backtest.cli.common import echo_json, json_option, workspace
-from backtest.submit.gates import CLARITY_MODES, DEDUP_MODES, FreezeSettings
+from backtest.submit.loading import CLARITY_MODES, DEDUP_MODES, FreezeSettings
 from backtest.text.clarity import CLARITY_THRESHOLD
 
 

@@ -10,7 +10,10 @@ family (``backtest.judges``, ``backtest.generators``, ...)::
     [project.entry-points."backtest.generators"]
     my_system = "my_package.generator:MyGenerator"
 
-A name nobody registered gets one clear line: the family, close matches, and the known names.
+A name nobody registered gets one clear line: the family, close matches, and the known names. A family that
+says what its factories make (``makes``: a base class, or a runtime-checkable protocol) refuses, in one line,
+whatever else a factory makes (:meth:`Registry.make`, :meth:`Registry.check`): a plugin's factory may return
+anything, and the caller should never have to probe it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from __future__ import annotations
 import difflib
 import importlib
 from importlib.metadata import entry_points
-from typing import Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, TypeVar
+
+from typing_extensions import get_protocol_members, is_protocol
 
 from backtest.core.errors import BadInput
 
@@ -30,9 +35,12 @@ PLUGIN_GROUP_PREFIX = "backtest."
 class Registry(Generic[T]):
     """Named entries of one family; ``"module:attr"`` targets are resolved lazily and cached."""
 
-    def __init__(self, family: str, group: str, builtins: dict[str, str | T] | None = None):
+    def __init__(
+        self, family: str, group: str, builtins: dict[str, str | T] | None = None, makes: type | None = None
+    ) -> None:
         self.family = family
         self.group = PLUGIN_GROUP_PREFIX + group
+        self.makes = makes  # what every factory must make (None: not checked)
         self._entries: dict[str, str | T] = dict(builtins or {})
         self._plugins: dict[str, str] | None = None
         self._loaded: dict[str, T] = {}
@@ -97,6 +105,26 @@ class Registry(Generic[T]):
         obj = resolve(target, f"{self.family} {name!r}") if isinstance(target, str) else target
         self._loaded[name] = obj
         return obj
+
+    def make(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """What the factory registered as ``name`` makes from ``args`` and ``kwargs``, checked (:meth:`check`)."""
+        made = self.get(name)(*args, **kwargs)  # type: ignore[operator]
+        self.check(made, name)
+        return made
+
+    def check(self, made: object, name: str, what: str | None = None) -> None:
+        """BadInput, one line, unless ``made`` is what this family's factories make (``makes``): a subclass of its
+        base class, or an object with every member of its protocol. ``what`` names the entry (default: the
+        family, e.g. "judge kind" for a config's kind)."""
+        base = self.makes
+        if base is None or isinstance(made, base):
+            return
+        label = f"{what or self.family} {name!r} made a {type(made).__name__}, not a {base.__module__}.{base.__name__}"
+        if not is_protocol(base):
+            raise BadInput(f"{label} subclass")
+        members = sorted(get_protocol_members(base))
+        lacks = [m for m in members if not hasattr(made, m)]
+        raise BadInput(f"{label}: it lacks {', '.join(lacks) or 'none by name'} (needs {', '.join(members)})")
 
 
 def resolve(target: str, what: str) -> T:  # type: ignore[type-var]

@@ -109,6 +109,7 @@ GENERATORS: Registry[Callable[..., Generator]] = Registry(
         "direct_llm": "backtest.generators.direct_llm:DirectLLM",
         "evidence_graph": "backtest.generators.evidence_graph:EvidenceGraph",
     },
+    makes=Generator,
 )
 
 
@@ -123,8 +124,10 @@ def available_generators() -> list[str]:
 
 
 def get_generator(name: str, **options: Any) -> Generator:
-    """Instantiate the generator registered as ``name`` with ``options``."""
-    return GENERATORS.get(name)(**options)
+    """Instantiate the generator registered as ``name`` with ``options`` (BadInput, one line, when what its
+    factory makes is no :class:`Generator`)."""
+    made: Generator = GENERATORS.make(name, **options)
+    return made
 
 
 # --------------------------------------------------------------------------- output

@@ -167,6 +167,7 @@ JUDGES: Registry[JudgeFactory] = Registry(
         "offline-cues-v1": "backtest.judge.offline:make_offline",
         "llm": "backtest.judge.llm:make_llm",
     },
+    makes=Judge,
 )
 
 
@@ -203,19 +204,13 @@ def get_judge(name_or_config_path: str | Path | None = None, ws: Workspace | Non
         # absolute, links not followed: the judge is named by where the workspace has its config (judge_spec_of)
         kind = str(config.get("kind", "llm"))
         made = factory_of_config(JUDGES, config, config_path)(config, Path(os.path.abspath(config_path)), ws)
-    if not isinstance(made, Judge):  # a plugin's factory may make anything
-        raise BadInput(not_a_subclass(made, kind, Judge))
+    JUDGES.check(made, kind, what="judge kind")  # a plugin's factory may make anything
     return made
 
 
 def not_refittable(name: str) -> BadInput:
     """What ``--cross-validate`` says of a judge (or pairwise judge) that has no weights to refit."""
     return BadInput(f"--cross-validate needs a fitted judge; {name!r} has no weights to refit")
-
-
-def not_a_subclass(made: object, kind: str, base: type) -> str:
-    """Why what the factory of ``kind`` made is refused: it does not subclass ``base``."""
-    return f"judge kind {kind!r} made a {type(made).__name__}, not a {base.__module__}.{base.__name__} subclass"
 
 
 def find_config(value: str, root: Path | None) -> Path | None:

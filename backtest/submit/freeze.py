@@ -39,19 +39,18 @@ from backtest.core.records import FrozenSet, Instance, Question, SubmissionMetad
 from backtest.core.seal import compute_seal, sha256_bytes, sha256_file, with_seal
 from backtest.core.workspace import Workspace
 from backtest.corpus.instance import load_instance
-from backtest.submit.gates import (
+from backtest.submit.gates import blocking, run_gates
+from backtest.submit.ledger import append_entry, find_entry, ledger_lock, read_ledger
+from backtest.submit.loading import (
     METADATA_FILE,
     QUESTIONS_FILE,
     FreezeSettings,
     GateContext,
     Submission,
-    blocking,
     load_submission,
     parse_metadata,
     parse_questions,
-    run_gates,
 )
-from backtest.submit.ledger import append_entry, find_entry, ledger_lock, read_ledger
 
 FROZEN_FILE = "FROZEN.json"
 FROZEN_FILES = (QUESTIONS_FILE, METADATA_FILE)

@@ -67,6 +67,7 @@ RULES: Registry[RuleFactory] = Registry(
         "embedding": "backtest.text.equivalence:EmbeddingRule",
         "llm": "backtest.text.equivalence_llm:LLMEquivalenceRule",
     },
+    makes=EquivalenceRule,
 )
 
 
@@ -81,8 +82,10 @@ def available_rules() -> list[str]:
 
 
 def get_rule(name: str, **options: Any) -> EquivalenceRule:
-    """Build the rule registered as ``name`` with ``options`` (e.g. ``threshold=0.3``)."""
-    return RULES.get(name)(**options)
+    """Build the rule registered as ``name`` with ``options`` (e.g. ``threshold=0.3``); BadInput, one line, when
+    what its factory makes is no :class:`EquivalenceRule`."""
+    made: EquivalenceRule = RULES.make(name, **options)
+    return made
 
 
 # --------------------------------------------------------------------------- rules
