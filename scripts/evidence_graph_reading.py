@@ -45,6 +45,7 @@ DEFINITIONS = {
     "independent_qualification": "A later paper, by other authors, limits the scope of, or adds a condition to, "
     "an earlier paper's claim.",
 }
+OUTSIDE = " (the earlier work is outside the past corpus)"
 # The gated sets (issue 40): the observational type also covers a result its authors set against earlier work.
 HELDOUT_DEFINITIONS = {
     **DEFINITIONS,
@@ -59,6 +60,7 @@ def export_items(out: Path, n: int, seed: int) -> None:
     from backtest.corpus.instance import load_instance, open_past_corpus
     from backtest.generators.evidence_graph import EvidenceGraph
     from backtest.generators.protocol import GenerationContext
+    from backtest.generators.tension_questions import record_of
 
     ws = Workspace.from_env(".")
     items: list[dict] = []
@@ -71,7 +73,7 @@ def export_items(out: Path, n: int, seed: int) -> None:
         drawn = rng.sample(drafts, min(n, len(drafts)))
         print(f"{instance_id}: {len(drafts)} tensions phrased, {len(drawn)} drawn")
         for d in drawn:
-            t = d.extra["tension"]
+            t = record_of(d)
             claims = [
                 {
                     "paper": cid.split("#")[0],
@@ -79,7 +81,7 @@ def export_items(out: Path, n: int, seed: int) -> None:
                     "title": by_claim[cid][0].record.title,
                     "sentence": by_claim[cid][1].text,
                 }
-                for cid in t["claims"]
+                for cid in t.claims
             ]
             items.append(
                 {
@@ -87,7 +89,7 @@ def export_items(out: Path, n: int, seed: int) -> None:
                     "definition": DEFINITIONS[d.signal_type or ""],
                     "question": d.question,
                     "claims": claims,
-                    "check": t.get("why", ""),
+                    "check": t.why or "",
                     "_instance": instance_id,
                 }
             )
@@ -99,6 +101,7 @@ def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
     from backtest.core.workspace import Workspace
     from backtest.corpus.instance import load_instance, open_past_corpus
     from backtest.generators.extract import analyse_corpus
+    from backtest.generators.outputs import GatedTension
 
     ws = Workspace.from_env(".")
     items: list[dict] = []
@@ -110,9 +113,9 @@ def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
         drawn = random.Random(seed).sample(questions, min(n, len(questions)))
         print(f"{instance_id}: {len(questions)} questions, {len(drawn)} drawn")
         for q in drawn:
-            t = q["tension"]
+            t = GatedTension.model_validate(q["tension"])
             claims = []
-            for cid in t["claims"]:
+            for cid in t.claims:
                 pid, index = cid.split("#s")
                 paper = papers[pid]
                 claims.append(
@@ -129,8 +132,7 @@ def export_heldout(out: Path, sets: list[str], n: int, seed: int) -> None:
                     "definition": HELDOUT_DEFINITIONS[kind],
                     "question": q["question"],
                     "claims": claims,
-                    "check": t.get("why", "")
-                    + (" (the earlier work is outside the past corpus)" if t.get("earlier_outside_corpus") else ""),
+                    "check": t.why + (OUTSIDE if t.earlier_outside_corpus else ""),
                     "_instance": instance_id,
                 }
             )

@@ -74,7 +74,7 @@ from backtest.generators.extract import Claim, PaperClaims, analyse_corpus
 from backtest.generators.outputs import Candidate
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult, NothingToAsk
 from backtest.generators.select import select_diverse
-from backtest.generators.tension_questions import claim_draft, gated_draft, realise, to_draft
+from backtest.generators.tension_questions import claim_draft, gated_draft, realise, record_of, to_draft
 from backtest.generators.tensions import TYPES as CLAIM_TENSION_TYPES
 from backtest.generators.tensions import ClaimTension, Finding, Tension, claim_tensions, disjoint_authors
 from backtest.generators.wording import reads_clearly
@@ -536,17 +536,13 @@ class EvidenceGraph:
         cap = max(1, math.floor(MAX_TYPE_SHARE * ctx.n))
 
         def accept(draft: Draft, kept: list[Draft]) -> bool:
-            t = draft.extra["tension"]
+            t = record_of(draft)
             if sum(1 for k in kept if k.signal_type == draft.signal_type) >= cap:
                 return False
-            same = [
-                k
-                for k in kept
-                if (k.extra["tension"]["subject"], k.extra["tension"]["key"]) == (t["subject"], t["key"])
-            ]
+            same = [k for k in kept if (record_of(k).subject, record_of(k).key) == (t.subject, t.key)]
             if len(same) >= MAX_PER_FINDING:
                 return False
-            if sum(1 for k in kept if k.extra["tension"]["subject"] == t["subject"]) >= MAX_PER_SUBJECT:
+            if sum(1 for k in kept if record_of(k).subject == t.subject) >= MAX_PER_SUBJECT:
                 return False
             for pid in draft.source_evidence_ids:
                 if sum(1 for k in kept if pid in k.source_evidence_ids) >= MAX_PER_PAPER:
@@ -623,13 +619,13 @@ def write_explain(
     by_claim = {c.claim_id: (p, c) for p in papers for c in p.claims}
     items: list[dict[str, Any]] = []
     for i, d in enumerate(chosen, 1):
-        t = d.extra["tension"]
+        t = record_of(d)
         claims = [
             {"claim": cid, "date": by_claim[cid][0].record.published.isoformat(), "sentence": by_claim[cid][1].text}
-            for cid in t["claims"]
+            for cid in t.claims
             if cid in by_claim
         ]
-        why = t.get("why") or observational_why(t)
+        why = t.why_paired()
         items.append({"n": i, "type": d.signal_type, "question": d.question, "claims": claims, "why": why})
     report = {
         "instance": instance_id,
@@ -651,10 +647,3 @@ def write_explain(
         lines += [f"- why: {item['why']}"]
     atomic_write_text(out, "\n".join(lines) + "\n")
     atomic_write_text(out.with_name(out.name + ".json"), json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-
-
-def observational_why(t: dict) -> str:
-    """Why two claims form an observational tension, from the question's tension record."""
-    a, b = t["findings"]
-    gap = f", {t['sigma']} sigma apart" if "sigma" in t else ""
-    return f"both state {' '.join(t['key'][1:])} of {t['subject']}: {a} vs {b}{gap}"

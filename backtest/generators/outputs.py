@@ -248,8 +248,37 @@ class ClaimNote(ReadRecord):
         return self
 
 
+class TensionRecord(BaseModel):
+    """What a question of the sentence-rule graph records of its tension (the draft's ``tension``, written into the
+    question as ``tension``): typed from the finding to the question; written as its JSON dump without the unset
+    fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str
+    subject_kind: str
+    topic: str
+    key: list[str]  # (kind or property, ...): two questions with the same subject and key ask about one finding
+    evidence: str
+    claims: list[str]  # claim ids
+    findings: list[str]
+    sigma: float | int | None = None  # observational: the separation in combined uncertainties
+    similarity: float | int | None = None
+    why: str | None = None  # the claim-tension rules say why they paired the claims
+    score: float | int
+    components: dict[str, float | int]
+
+    def why_paired(self) -> str:
+        """Why the claims form this tension (observational: both values and their separation)."""
+        if self.why:
+            return self.why
+        a, b = self.findings
+        gap = f", {self.sigma} sigma apart" if self.sigma is not None else ""
+        return f"both state {' '.join(self.key[1:])} of {self.subject}: {a} vs {b}{gap}"
+
+
 class GatedTension(BaseModel):
-    """What a question of the gated set records of its tension (the draft's ``extra["tension"]``, and so the frozen
+    """What a question of the gated set records of its tension (the draft's ``tension``, and so the frozen
     question's): typed from the gate to the question; written as its JSON dump."""
 
     model_config = ConfigDict(extra="forbid")

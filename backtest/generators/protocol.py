@@ -27,6 +27,7 @@ from backtest.core.fileio import write_json, write_jsonl
 from backtest.core.records import Instance, Question, SubmissionMetadata
 from backtest.core.registry import Registry
 from backtest.corpus.store import PastCorpus
+from backtest.generators.outputs import GatedTension, TensionRecord
 
 MAX_QUESTION_CHARS = 400  # our own limit, below any sensible clarity-gate limit
 
@@ -53,6 +54,7 @@ class Draft:
     premise: str | None = None
     sub_questions: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    tension: TensionRecord | GatedTension | None = None  # evidence_graph's: written into the question as "tension"
 
 
 @dataclass
@@ -204,6 +206,8 @@ def build_submission(
             if value:
                 data[key] = value
         data.update(draft.extra)
+        if draft.tension is not None:
+            data["tension"] = draft.tension.model_dump(exclude_none=True)
         questions.append(Question.model_validate(data))
     metadata = SubmissionMetadata.model_validate(
         {

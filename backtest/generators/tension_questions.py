@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any
 
 from backtest.generators.extract import PaperClaims, claim_clause
-from backtest.generators.outputs import Candidate, ClaimNote, ClaimSide, GatedTension
+from backtest.generators.outputs import Candidate, ClaimNote, ClaimSide, GatedTension, TensionRecord
 from backtest.generators.protocol import MAX_QUESTION_CHARS, Draft
 from backtest.generators.tensions import PARAMETER_PHRASE, ClaimTension, Tension
 from backtest.generators.wording import paper_subject, reads_clearly, self_contained_clause
@@ -114,22 +113,27 @@ def to_draft(t: Tension, question: str) -> Draft:
             f"{t.paper_a.record.id}: {claim_clause(t.a.claim.text, 300)} / "
             f"{t.paper_b.record.id}: {claim_clause(t.b.claim.text, 300)}"
         ),
-        extra={
-            **contract(t),
-            "tension": {
-                "subject": t.subject,
-                "subject_kind": t.subject_kind,
-                "topic": t.topic,
-                "key": list(t.key),
-                "evidence": t.evidence,
-                "claims": [t.a.claim.claim_id, t.b.claim.claim_id],
-                "findings": [t.a.shown, t.b.shown],
-                **({"sigma": t.sigma} if t.sigma is not None else {}),
-                "score": t.score,
-                "components": t.components,
-            },
-        },
+        extra=contract(t),
+        tension=TensionRecord(
+            subject=t.subject,
+            subject_kind=t.subject_kind,
+            topic=t.topic,
+            key=list(t.key),
+            evidence=t.evidence,
+            claims=[t.a.claim.claim_id, t.b.claim.claim_id],
+            findings=[t.a.shown, t.b.shown],
+            sigma=t.sigma,
+            score=t.score,
+            components=t.components,
+        ),
     )
+
+
+def record_of(draft: Draft) -> TensionRecord:
+    """The tension record of a draft of the sentence-rule graph."""
+    if not isinstance(draft.tension, TensionRecord):
+        raise TypeError(f"not a sentence-rule evidence_graph draft: {draft.question[:60]!r}")
+    return draft.tension
 
 
 def claim_draft(t: ClaimTension) -> Draft:
@@ -144,7 +148,8 @@ def claim_draft(t: ClaimTension) -> Draft:
         objects=objects or [t.node],
         signal_type=t.kind,
         premise=premise,
-        extra={**claim_contract(t), "tension": claim_record(t)},
+        extra=claim_contract(t),
+        tension=claim_record(t),
     )
 
 
@@ -205,21 +210,21 @@ def claim_contract(t: ClaimTension) -> dict[str, str]:
     }
 
 
-def claim_record(t: ClaimTension) -> dict[str, Any]:
+def claim_record(t: ClaimTension) -> TensionRecord:
     """The ``tension`` record a question carries: type, node, claims, why they were paired, score."""
-    return {
-        "subject": t.node,
-        "subject_kind": "data set" if t.kind == "single_dataset_conclusion" else "node",
-        "topic": t.detail or t.node,
-        "key": [t.kind, t.node],
-        "evidence": t.kind,
-        "claims": [t.a.claim_id] + ([t.b.claim_id] if t.b else []),
-        "findings": [t.clause] + ([t.b.text] if t.b else []),
-        **({"similarity": t.similarity} if t.similarity is not None else {}),
-        "why": t.why,
-        "score": t.score,
-        "components": t.components,
-    }
+    return TensionRecord(
+        subject=t.node,
+        subject_kind="data set" if t.kind == "single_dataset_conclusion" else "node",
+        topic=t.detail or t.node,
+        key=[t.kind, t.node],
+        evidence=t.kind,
+        claims=[t.a.claim_id] + ([t.b.claim_id] if t.b else []),
+        findings=[t.clause] + ([t.b.text] if t.b else []),
+        similarity=t.similarity,
+        why=t.why,
+        score=t.score,
+        components=t.components,
+    )
 
 
 # --------------------------------------------------------------------------- gated candidates (issue 40)
@@ -401,7 +406,7 @@ def gated_draft(
             extra={**gated_contract(c, kind, note)},
         )
     draft.signal_type = kind
-    draft.extra["tension"] = GatedTension(
+    draft.tension = GatedTension(
         candidate_id=c.candidate_id,
         channel=c.channel,
         rule=c.rule,
@@ -412,5 +417,5 @@ def gated_draft(
         why=c.why,
         subject=c.node,
         stated_by=note.reader if note else None,
-    ).model_dump(exclude_none=True)
+    )
     return draft

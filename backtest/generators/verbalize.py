@@ -14,6 +14,7 @@ from typing import Any
 
 from backtest.generators.llm import clean_llm_question, component, llm_client, llm_settings
 from backtest.generators.protocol import Draft, GenerationContext
+from backtest.generators.tension_questions import record_of
 
 SCHEMA = {
     "type": "object",
@@ -41,12 +42,12 @@ def verbalize_with_llm(drafts: list[Draft], ctx: GenerationContext) -> tuple[lis
     client = llm_client(settings, ctx.cache_dir)
     requests_ = []
     for d in drafts:
-        t = d.extra["tension"]
+        t = record_of(d)
         a, b = (d.premise or " / ").split(" / ", 1)
         prompt = PROMPT.format(
             kind=d.signal_type,
-            subject=t["subject"],
-            topic=t["topic"],
+            subject=t.subject,
+            topic=t.topic,
             a_id=d.source_evidence_ids[0],
             b_id=d.source_evidence_ids[-1],
             a=a.split(": ", 1)[-1],
@@ -65,10 +66,10 @@ def verbalize_with_llm(drafts: list[Draft], ctx: GenerationContext) -> tuple[lis
         client.close()
     out = []
     for d, answer in zip(drafts, answers):
-        t = d.extra["tension"]
+        t = record_of(d)
         parsed = getattr(answer, "parsed", None) or {}
         text = clean_llm_question(parsed.get("question"))
-        if text and t["subject"].lower() in text.lower():
+        if text and t.subject.lower() in text.lower():
             d.extra = {**d.extra, "template_question": d.question, "verbalizer": "llm"}
             d.question = text
         else:
