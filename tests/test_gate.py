@@ -173,6 +173,18 @@ def test_reviewed_set_is_a_function_of_corpus_seed_and_decisions(astro_ws, found
     for q in questions:
         note = stated[q["tension"]["candidate_id"]]
         assert note.askable and note.later in q["question"] and q["tension"]["stated_by"] == note.reader
+    # without its claim notes the gate builds the set frozen before they were stated, byte for byte
+    bare = tmp_path / "bare"
+    shutil.copytree(GATE, bare, ignore=shutil.ignore_patterns("claim-notes"))
+    assert (
+        run_cli([*args[:4], "--reviewed", str(bare), "--n", "500", "--out", str(tmp_path / "c")], root=astro_ws.root)[0]
+        == 0
+    )
+    frozen_v4 = REPO / "frozen" / "astro-2025" / "evidence_graph" / "v4" / "questions.jsonl"
+    rebuilt, frozen = ((tmp_path / "c" / "questions.jsonl").read_text(), frozen_v4.read_text())
+    # the test workspace's instance words its domain its own way; every other byte is the frozen set's
+    domain = json.loads(frozen.splitlines()[0])["domain"]
+    assert rebuilt.replace(json.loads(rebuilt.splitlines()[0])["domain"], domain) == frozen
     code, _, err = run_cli(
         ["generate", "random_claims", "--instance", "astro-2025", "--reviewed", str(GATE)],
         root=astro_ws.root,

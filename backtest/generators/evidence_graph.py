@@ -74,7 +74,7 @@ from backtest.generators.extract import Claim, PaperClaims, analyse_corpus
 from backtest.generators.outputs import Candidate
 from backtest.generators.protocol import Draft, GenerationContext, GenerationResult, NothingToAsk
 from backtest.generators.select import select_diverse
-from backtest.generators.tension_questions import claim_draft, gated_draft, realise, record_of, to_draft
+from backtest.generators.tension_questions import claim_draft, realise, record_of, to_draft
 from backtest.generators.tensions import TYPES as CLAIM_TENSION_TYPES
 from backtest.generators.tensions import ClaimTension, Finding, Tension, claim_tensions, disjoint_authors
 from backtest.generators.wording import reads_clearly
@@ -85,12 +85,6 @@ TENSION_TYPES = ("observational_tension", *CLAIM_TENSION_TYPES)
 # The other three read 0-33% real and are asked about only when named (``--tension-type``), for study.
 DEFAULT_TYPES = ("observational_tension",)
 MAX_TYPE_SHARE = 0.6  # no tension type above this share of a set
-# Rules whose accepted candidates the gated set does not ask about, and why (``--reviewed``).
-NOT_ASKED_RULES = {
-    "one_data_set_in_abstract": "evidence-graph-v2's held-out readers found the one data set an abstract names is "
-    "often not the data the finding rests on (VLBA, GMRT or polarimetry, which the lexicon does not know): 21 of "
-    "its single-dataset questions unreal, against none of the stricter rule's",
-}
 EVIDENCE_KINDS = ("numeric", "stance")
 SUBJECT_WEIGHT = {"object": 1.0, "parameter": 0.8}
 EVIDENCE_WEIGHT = {
@@ -427,104 +421,12 @@ class EvidenceGraph:
         return papers, graph, observational, others, drafts
 
     def generate_reviewed(self, ctx: GenerationContext) -> GenerationResult:
-        """The set built from the reading gate's accepted candidates only (``--reviewed DIR``): each phrased for
-        the type its reader gave it, in an order fixed by the seed, at most :data:`MAX_PER_PAPER` questions a
-        source paper, no near-duplicates; the metadata says the gate was careful reading and what it read."""
-        from pathlib import Path
+        """The set built from the reading gate's accepted candidates only (``--reviewed DIR``):
+        :func:`backtest.generators.gated_graph.gated_set`."""
+        from backtest.generators.gated_graph import gated_set
 
-        from backtest.generators.claim_notes import check_notes, notes_sha256, read_notes
-        from backtest.generators.gate import check_decisions, decisions_sha256, read_decisions
-
-        gate = Path(ctx.options["reviewed"])
         papers, found, behind = self.candidates(ctx)
-        decisions = read_decisions(gate)
-        if not decisions:
-            raise NothingToAsk(f"{gate}: no decisions recorded (backtest gate import); nothing written")
-        decided = check_decisions(decisions, found, ctx.past.seal, str(gate))
-        notes = check_notes(read_notes(gate), decisions, str(gate))
-        by_paper = {p.record.id: p for p in papers}
-        rng = random.Random(ctx.seed)
-        accepted = sorted((d for d in decisions if d.decision == "accept"), key=lambda d: d.candidate_id)
-        rng.shuffle(accepted)
-        drafts, unphrased = [], []
-        # the looser rule misattributed its data set (evidence-graph-v2): asked only where an annotator named it
-        held_back = [d for d in accepted if d.rule in NOT_ASKED_RULES and d.candidate_id not in notes]
-        not_askable = [d for d in accepted if d.candidate_id in notes and not notes[d.candidate_id].askable]
-        for d in accepted:
-            if d in held_back or d in not_askable:
-                continue
-            c = decided[d.candidate_id]
-            draft = gated_draft(c, d.type or "", by_paper, behind.get(c.candidate_id), rng, notes.get(c.candidate_id))
-            (drafts.append(draft) if draft else unphrased.append(d.candidate_id))
-
-        def accept(draft: Draft, kept: list[Draft]) -> bool:
-            return all(
-                sum(1 for k in kept if pid in k.source_evidence_ids) < MAX_PER_PAPER
-                for pid in draft.source_evidence_ids
-            )
-
-        chosen = select_diverse(drafts, ctx.n, accept=accept, embedding=True, cache_dir=ctx.cache_dir)
-        if not chosen:
-            raise NothingToAsk(f"{gate}: no accepted candidate reads as a question; nothing written")
-        by_type: defaultdict[str, int] = defaultdict(int)
-        for draft in chosen:
-            by_type[draft.signal_type or ""] += 1
-        accepted_by_type: defaultdict[str, int] = defaultdict(int)
-        for d in accepted:
-            accepted_by_type[d.type or ""] += 1
-        read_on = sorted({d.decided_at[:10] for d in decisions})
-        knew = (
-            f"The gate was read on {', '.join(read_on)}, after the cutoff ({ctx.cutoff.isoformat()}): its readers "
-            "could know literature published after the cutoff, as the reference paper says of evidence_graph_v1."
-        )
-        description = (
-            "Evidence graph gated by careful reading: candidate tensions found at machine scale in the past corpus "
-            "(author-stated tensions, numeric and stance conflicts, single-dataset conclusions, structural pairs, "
-            "dense neighbours), ranked by the probability that a reader accepts them, read in blinded batches; "
-            f"only the {len(accepted)} accepted of {len(decisions)} read (of {len(found)} proposed) become "
-            "questions, phrased from templates for the type the reader gave"
-            + (
-                f", quoting the findings an annotator stated from the abstracts for {len(notes)} of them "
-                f"({len(not_askable)} found not askable)"
-                if notes
-                else ""
-            )
-            + f". {len(chosen)} questions. "
-            + knew
-        )
-        return GenerationResult(
-            drafts=chosen,
-            description=description,
-            notes={
-                "papers": len(papers),
-                "requested": ctx.n,
-                "gate": "careful reading (backtest gate): blinded review items, one reader's decision each",
-                "gate_folder": gate.as_posix(),
-                "decisions_sha256": decisions_sha256(gate),
-                "candidates": len(found),
-                "read": len(decisions),
-                "accepted": len(accepted),
-                "accepted_by_type": dict(sorted(accepted_by_type.items())),
-                "readers": sorted({d.reader for d in decisions}),
-                "readers_could_know_after_cutoff": True,
-                "readers_note": knew,
-                **(
-                    {
-                        "claim_notes_sha256": notes_sha256(gate),
-                        "claims_stated": len(notes),
-                        "claims_not_askable": len(not_askable),
-                        "annotators": sorted({n.reader for n in notes.values()}),
-                    }
-                    if notes
-                    else {}
-                ),
-                "not_asked": {rule: sum(d.rule == rule for d in held_back) for rule in sorted(NOT_ASKED_RULES)},
-                "not_asked_why": NOT_ASKED_RULES,
-                "not_phrasable": len(unphrased),
-                "emitted": len(chosen),
-                "emitted_by_type": dict(sorted(by_type.items())),
-            },
-        )
+        return gated_set(ctx, papers, found, behind, per_paper=MAX_PER_PAPER)
 
     def generate(self, ctx: GenerationContext) -> GenerationResult:
         """Find, score and select the typed tensions; phrase them with templates (or an LLM); emit fewer when the
