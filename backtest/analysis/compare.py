@@ -41,12 +41,12 @@ from backtest.analysis.outputs import Comparison
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_text, iter_jsonl
 from backtest.core.html import markdown_cell, markdown_text
-from backtest.core.records import OUTCOMES, Judgment, Question, Retrieval, output_dict, parse_record, read_output
+from backtest.core.records import OUTCOMES, Question, output_dict, parse_record
+from backtest.core.runs import Metrics, Run
 from backtest.core.stats import adjust_pvalues, fisher_exact, significance_band
 from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import JUDGE_ONLY_NOTE, compute_metrics
-from backtest.scoring.outputs import Metrics, Run
-from backtest.scoring.runseal import check_seal
+from backtest.validity.runfolder import RunFolder
 
 TESTED = (("coverage", "coverage"), ("answered_rate", "answered"), ("premise_refutation_rate", "premise refutation"))
 PROPORTION_ROWS = (
@@ -73,16 +73,9 @@ class LoadedRun:
 
 def load_run(run_dir: str | Path) -> LoadedRun:
     """Read one run folder (metrics computed from its files when it has no metrics.json)."""
-    folder = Path(run_dir)
-    if not (folder / "RUN.json").is_file():
-        raise BadInput(f"{folder}: not a run folder (no RUN.json)")
-    check_seal(folder)
-    run = read_output(Run, folder / "RUN.json")
-    if (folder / "metrics.json").is_file():
-        metrics = read_output(Metrics, folder / "metrics.json")
-    else:
-        metrics = _metrics_from_files(folder, run)
-    return LoadedRun(str(folder), run, metrics)
+    folder = RunFolder.open(run_dir).check_seal()
+    metrics = folder.metrics if folder.has("metrics.json") else _metrics_from_files(folder)
+    return LoadedRun(str(folder.path), folder.run, metrics)
 
 
 GROUNDED = (("coverage", "coverage"), ("answered", "answered"), ("premise_refuted", "premise refuted"))
@@ -115,15 +108,15 @@ def compare_runs(
         run_ws = ws or Workspace.of_run(r.path)
         estimate = estimate_run(r.path, label_sets, run_ws) if label_sets else None
         judge_outcomes = {o: m.outcomes[o].k for o in OUTCOMES}
-        row = {
+        row: dict[str, Any] = {
             "label": label,
             "system": run.system,
             "run_id": run.run_id,
             "instance_id": run.instance_id,
             "path": r.path,
             "valid": not (run.valid is False or m.valid is False),
-            "judge": run.judge,
-            "judge_validity": run_validity(run_ws, run.judge)["line"],
+            "judge": output_dict(run.judge),
+            "judge_validity": run_validity(run_ws, run.judge).line,
             "grounded": None if estimate is None else estimate.model_dump(mode="json", by_alias=True),
             "judge_outcomes": judge_outcomes,
             "judge_flags": estimate.flags if estimate is not None else collapse_flags(judge_outcomes),
@@ -138,7 +131,7 @@ def compare_runs(
         row["mean_supporting_papers"] = m.mean_supporting_papers
         row["mean_top1_similarity"] = m.mean_top1_similarity
         row["first_engagement_lag_years"] = m.first_engagement_lag_years.mean
-        row["first_engagement_lag_years_release"] = (m.release.get("first_engagement_lag_years") or {}).get("mean")
+        row["first_engagement_lag_years_release"] = m.release.first_engagement_lag_years.mean
         row["contamination_rate"] = contamination_rate(r.path, run)
         rows.append(row)
     tests = _pairwise_tests(rows)
@@ -259,9 +252,8 @@ def contamination_rate(run_dir: str | Path, run: Run) -> dict[str, Any] | None:
     """The run's contamination-probe rate ``{k, n, rate, ci95}``: from ``RUN.json`` when scoring recorded it,
     else probed now on the run's frozen set in the run's own workspace (cached term indexes); None when the
     probe cannot run there (no corpora, a set that is not frozen and intact)."""
-    stored = (run.contamination or {}).get("rate")
-    if isinstance(stored, dict):
-        return stored
+    if run.contamination is not None and run.contamination.rate is not None:
+        return run.contamination.rate.model_dump(mode="json")
     from backtest.core.errors import BacktestError
     from backtest.validity.contamination import frozen_of_run, probe_frozen
 
@@ -348,23 +340,14 @@ def run_questions(folder: Path, run: Run) -> list[Question] | None:
     return [parse_record(Question, row, f"{qpath}:{n}") for n, row in iter_jsonl(qpath)]
 
 
-def _metrics_from_files(folder: Path, run: Run) -> Metrics:
-    questions = run_questions(folder, run)
+def _metrics_from_files(folder: RunFolder) -> Metrics:
+    run = folder.run
+    questions = run_questions(folder.path, run)
     if questions is None:
-        qpath = _questions_path(folder, run)
-        raise BadInput(f"{folder}: no metrics.json and the frozen questions {qpath} are missing")
-    judgments = [
-        parse_record(Judgment, row, f"{folder}/judgments.jsonl:{n}")
-        for n, row in iter_jsonl(folder / "judgments.jsonl")
-    ]
-    retrievals = []
-    if (folder / "retrieval.jsonl").is_file():
-        retrievals = [
-            parse_record(Retrieval, row, f"{folder}/retrieval.jsonl:{n}")
-            for n, row in iter_jsonl(folder / "retrieval.jsonl")
-        ]
+        qpath = _questions_path(folder.path, run)
+        raise BadInput(f"{folder.path}: no metrics.json and the frozen questions {qpath} are missing")
     cutoff = questions[0].cutoff_date if questions else str(run.cutoff or "")
-    return compute_metrics(questions, judgments, retrievals, cutoff)
+    return compute_metrics(questions, folder.judgments, folder.retrievals(text=False), cutoff)
 
 
 # --------------------------------------------------------------------------- rendering

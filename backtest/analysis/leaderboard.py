@@ -25,14 +25,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from backtest.analysis.compare import compare_runs, html_sections, load_run, run_questions
+from backtest.analysis.compare import compare_runs, html_sections, run_questions
 from backtest.core.errors import BadInput
-from backtest.core.fileio import atomic_write_text, iter_jsonl
+from backtest.core.fileio import atomic_write_text
 from backtest.core.html import page, rate_cell, table
+from backtest.core.records import output_dict
+from backtest.core.runs import RunJudge, RunRetriever
 from backtest.core.workspace import Workspace
-from backtest.retrieve.compact import rematerialise
 from backtest.scoring.metrics import JUDGE_ONLY_NOTE
-from backtest.scoring.outputs import Run
+from backtest.validity.runfolder import RunFolder
 
 esc = html.escape
 
@@ -48,30 +49,27 @@ def _page_name(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in label) + ".html"
 
 
-def _judge_cell(judge: dict[str, Any] | None) -> str:
-    judge = judge or {}
-    return esc(f"{judge.get('name')} ({judge.get('protocol')}, config {str(judge.get('config_sha256'))[:12]})")
+def _judge_cell(judge: RunJudge) -> str:
+    return esc(f"{judge.name} ({judge.protocol}, config {str(judge.config_sha256)[:12]})")
 
 
-def _retriever_cell(retriever: dict[str, Any] | None) -> str:
-    r = retriever or {}
-    params = r.get("params") or {}
-    index = params.get("index")
+def _retriever_cell(r: RunRetriever) -> str:
+    index = (r.params or {}).get("index")
     return esc(
-        f"{r.get('method')}"
-        + (f" {r.get('model')}" if r.get("model") else "")
-        + (f", k={r.get('k')}" if r.get("k") else "")
+        f"{r.method}"
+        + (f" {r.model}" if r.model else "")
+        + (f", k={r.k}" if r.k else "")
         + (f", {index} index" if index else "")
     )
 
 
-def _run_retriever(folder: Path, run: Run) -> dict[str, Any]:
-    """What retrieved the documents: the run's record of it, else the first retrieval line's."""
-    retriever = dict(run.retriever or {})
-    for _, row in iter_jsonl(folder / "retrieval.jsonl") if (folder / "retrieval.jsonl").is_file() else ():
-        retriever = {**(row.get("retriever") or {}), **retriever, "k": row.get("k", retriever.get("k"))}
-        break
-    return retriever
+def _run_retriever(folder: RunFolder) -> RunRetriever:
+    """What retrieved the documents: the run's record of it, over the first retrieval line's."""
+    recorded = output_dict(folder.run.retriever) if folder.run.retriever else {}
+    first = next(iter(folder.retrievals(text=False)), None)
+    if first is None:
+        return RunRetriever.model_validate(recorded)
+    return RunRetriever.model_validate({**first.retriever, **recorded, "k": first.k})
 
 
 def _documents_html(retrieval: dict[str, Any] | None, cited: set[str]) -> str:
@@ -96,12 +94,10 @@ def _documents_html(retrieval: dict[str, Any] | None, cited: set[str]) -> str:
 
 def system_page(row: dict[str, Any], instance_href: str) -> str:
     """A run's page: its settings, its rates, and every question with its labels and the documents shown."""
-    folder = Path(row["path"])
-    run = row["run"]
-    questions = {q.question_id: q for q in (run_questions(folder, run) or [])}
-    judgments = [j for _, j in iter_jsonl(folder / "judgments.jsonl")]
-    rows = [r for _, r in iter_jsonl(folder / "retrieval.jsonl")] if (folder / "retrieval.jsonl").is_file() else []
-    retrievals = {r["question_id"]: r for r in rematerialise(folder, run.instance_id, rows)}
+    folder = RunFolder.open(row["path"])
+    run = folder.run
+    questions = {q.question_id: q for q in (run_questions(folder.path, run) or [])}
+    retrievals = {r["question_id"]: r for r in folder.shown_retrievals()}
     label = row["label"]
     parts = [
         f"<h1>{esc(label)}</h1>",
@@ -111,7 +107,7 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
         f"frozen set <code>{esc(run.frozen_path)}</code> "
         f"(seal <code>{esc(run.frozen_seal[:16])}…</code>)</li>",
         f"<li>judge {_judge_cell(run.judge)}; {esc(row['judge_validity'])}</li>",
-        f"<li>retriever {_retriever_cell(_run_retriever(folder, run))}</li>",
+        f"<li>retriever {_retriever_cell(_run_retriever(folder))}</li>",
         "</ul>",
     ]
     grounded = (row.get("grounded") or {}).get("rates") or {}
@@ -136,29 +132,29 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
     parts += ["<h2>Rates</h2>", table(headers, rates, sortable=False)]
     index_rows = []
     details = []
-    for j in judgments:
-        qid = str(j["question_id"])
+    for j in folder.judgments:
+        qid = j.question_id
         anchor = "q-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)
         retrieval = retrievals.get(qid)
         q = questions.get(qid)
         text = q.question if q else str((retrieval or {}).get("query") or "")
-        cited = {str(e.get("id")) for e in j.get("evidence") or []} | {str(i) for i in j.get("supporting_ids") or []}
+        cited = {e.id for e in j.evidence} | set(j.supporting_ids)
         index_rows.append(
             [
                 f"<a href='#{anchor}'>{esc(qid)}</a>",
-                esc(j["outcome"]),
-                esc(j["premise_status"]),
+                esc(j.outcome),
+                esc(j.premise_status),
                 str(len(cited)),
                 esc(text[:160] + ("…" if len(text) > 160 else "")),
             ]
         )
         premise = f"<p><b>premise</b>: {esc(q.premise)}</p>" if q and q.premise else ""
-        review = ", <b>needs review</b>: " + esc(", ".join(j["needs_review"])) if j.get("needs_review") else ""
+        review = ", <b>needs review</b>: " + esc(", ".join(j.needs_review)) if j.needs_review else ""
         details.append(
             f"<section id='{anchor}' class='question'><h3>{esc(qid)}</h3><p>{esc(text)}</p>{premise}"
-            f"<p><b>outcome</b> <code>{esc(j['outcome'])}</code>, "
-            f"<b>premise</b> <code>{esc(j['premise_status'])}</code>{review}</p>"
-            f"<p><b>rationale</b>: {esc(str(j.get('rationale') or ''))}</p>"
+            f"<p><b>outcome</b> <code>{esc(j.outcome)}</code>, "
+            f"<b>premise</b> <code>{esc(j.premise_status)}</code>{review}</p>"
+            f"<p><b>rationale</b>: {esc(j.rationale)}</p>"
             f"<p><b>documents shown to the judge</b> ({len((retrieval or {}).get('documents') or [])}):</p>"
             f"{_documents_html(retrieval, cited)}</section>"
         )
@@ -211,8 +207,7 @@ def build_site(
         raise BadInput("leaderboard: no run folders (name some, or use --all in a workspace with scored runs)")
     by_instance: dict[str, list[str | Path]] = defaultdict(list)
     for folder in run_dirs:
-        folder = Path(folder)
-        by_instance[load_run(folder).run.instance_id].append(folder)
+        by_instance[RunFolder.open(folder).check_seal().run.instance_id].append(Path(folder))
     out = Path(out)
     written: list[Path] = []
     summary_rows = []
@@ -223,14 +218,13 @@ def build_site(
         settings = []
         cutoff = None
         for row in comparison["systems"]:
-            run = load_run(Path(row["path"])).run
-            cutoff = cutoff or run.cutoff
-            row["run"] = run
+            run_folder = RunFolder(row["path"])
+            cutoff = cutoff or run_folder.run.cutoff
             settings.append(
                 [
                     f"<a href='{esc(links[row['label']])}'>{esc(row['label'])}</a>",
-                    _judge_cell(row["judge"]),
-                    _retriever_cell(_run_retriever(Path(row["path"]), run)),
+                    _judge_cell(run_folder.run.judge),
+                    _retriever_cell(_run_retriever(run_folder)),
                     esc(row["judge_validity"]),
                 ]
             )
