@@ -114,7 +114,10 @@ class Rate(BaseModel):
 
 class Output(Versioned):
     """Base of every output file backtest writes (RUN.json, metrics.json, compare.json, GRADE.json, ...):
-    a known ``schema_version``, typed fields; fields a later minor addition writes are kept (extra allowed)."""
+    a known ``schema_version``, typed fields. A record whose fields are all typed refuses unknown ones
+    (``extra="forbid"`` on the model: the run folder's records, :mod:`backtest.core.runs`, and
+    ``contamination.json``), so a misspelt key stops the write; the others still keep fields their writers add
+    (extra allowed) until those are typed too (``control.json``'s writers add several)."""
 
     model_config = ConfigDict(extra="allow")
 
