@@ -237,5 +237,6 @@ def test_report_and_compare_show_the_probe(tmp_path) -> None:
     assert lines == ["q_003: object: SN 2025ogs; name: DES-Dovekie"]
     assert contamination_lines(_run({"not_run": "no corpus"}))[0] == "not run: no corpus"
     assert contamination_lines(_run(None))[0].startswith("not run")
-    assert contamination_rate(tmp_path, _run(probe)) == probe["rate"]
+    rate = contamination_rate(tmp_path, _run(probe))
+    assert rate is not None and rate.model_dump(mode="json") == probe["rate"]
     assert contamination_rate(tmp_path / "a" / "b" / "c" / "d", _run(None)) is None  # cannot probe: no RUN.json

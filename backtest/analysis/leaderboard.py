@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from backtest.analysis.compare import compare_runs, html_sections, run_questions
+from backtest.analysis.outputs import Comparison, SystemRow
 from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_write_text
 from backtest.core.html import page, rate_cell, table
-from backtest.core.records import output_dict
+from backtest.core.records import Rate, output_dict
 from backtest.core.runs import RunJudge, RunRetriever
 from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import JUDGE_ONLY_NOTE
@@ -92,13 +93,13 @@ def _documents_html(retrieval: dict[str, Any] | None, cited: set[str]) -> str:
     return f"<ul class='documents'>{''.join(items)}</ul>"
 
 
-def system_page(row: dict[str, Any], instance_href: str) -> str:
+def system_page(row: SystemRow, instance_href: str) -> str:
     """A run's page: its settings, its rates, and every question with its labels and the documents shown."""
-    folder = RunFolder.open(row["path"])
+    folder = RunFolder.open(row.path)
     run = folder.run
     questions = {q.question_id: q for q in (run_questions(folder.path, run) or [])}
     retrievals = {r["question_id"]: r for r in folder.shown_retrievals()}
-    label = row["label"]
+    label = row.label
     parts = [
         f"<h1>{esc(label)}</h1>",
         "<ul>",
@@ -106,11 +107,11 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
         f"<li>run <code>{esc(run.run_id)}</code>, "
         f"frozen set <code>{esc(run.frozen_path)}</code> "
         f"(seal <code>{esc(run.frozen_seal[:16])}…</code>)</li>",
-        f"<li>judge {_judge_cell(run.judge)}; {esc(row['judge_validity'])}</li>",
+        f"<li>judge {_judge_cell(run.judge)}; {esc(row.judge_validity)}</li>",
         f"<li>retriever {_retriever_cell(_run_retriever(folder))}</li>",
         "</ul>",
     ]
-    grounded = (row.get("grounded") or {}).get("rates") or {}
+    grounded = (row.grounded or {}).get("rates") or {}
     rates = []
     for (key, name), gkey in zip(
         (
@@ -125,7 +126,7 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
             [
                 esc(name),
                 rate_cell(_grounded_text(g), g["estimate"] if g else None),
-                rate_cell(_pct_text(row[key]), (row[key] or {}).get("rate")),
+                rate_cell(_pct_text(judged := row.rate(key)), judged.rate if judged else None),
             ]
         )
     headers = ["metric", "grounded in careful reading [95%] (n read, effective n)", "judge only [95% CI] (k/n)"]
@@ -177,25 +178,21 @@ def _grounded_text(rate: dict[str, Any] | None) -> str:
     )
 
 
-def _first(comparison: dict[str, Any]) -> str:
+def _first(comparison: Comparison) -> str:
     """The index's "first" cell: the top system and the rate it is ranked by (grounded when read)."""
-    top = comparison["leaderboard"][0]
-    if top.get("grounded_coverage") is not None:
-        lo, hi = top["grounded_coverage_ci95"]
-        return (
-            f"{top['label']} ({top['grounded_coverage']:.1%} [{lo:.1%}, {hi:.1%}] grounded coverage; "
-            f"judge only {top['coverage']:.1%})"
-        )
-    return (
-        f"{top['label']} ({top['coverage']:.1%} coverage, judge only)" if top["coverage"] is not None else top["label"]
-    )
+    top = comparison.leaderboard[0]
+    if top.grounded_coverage is not None and top.grounded_coverage_ci95 is not None:
+        lo, hi = top.grounded_coverage_ci95
+        judged = "n/a" if top.coverage is None else f"{top.coverage:.1%}"
+        return f"{top.label} ({top.grounded_coverage:.1%} [{lo:.1%}, {hi:.1%}] grounded coverage; judge only {judged})"
+    return f"{top.label} ({top.coverage:.1%} coverage, judge only)" if top.coverage is not None else top.label
 
 
-def _pct_text(p: dict[str, Any] | None) -> str:
-    if not p or p.get("rate") is None:
+def _pct_text(p: Rate | None) -> str:
+    if p is None or p.rate is None:
         return "n/a"
-    lo, hi = p["ci95"]
-    return f"{p['rate']:.1%} [{lo:.1%}, {hi:.1%}] ({p['k']}/{p['n']})"
+    lo, hi = p.ci95
+    return f"{p.rate:.1%} [{lo:.1%}, {hi:.1%}] ({p.k}/{p.n})"
 
 
 def build_site(
@@ -213,19 +210,19 @@ def build_site(
     summary_rows = []
     for instance in sorted(by_instance):
         comparison = compare_runs(by_instance[instance], allow_invalid=allow_invalid, labels=labels)
-        runs = {Path(r["path"]): r for r in comparison["systems"]}
-        links = {r["label"]: _page_name(r["label"]) for r in comparison["systems"]}
+        runs = {Path(r.path): r for r in comparison.systems}
+        links = {r.label: _page_name(r.label) for r in comparison.systems}
         settings = []
         cutoff = None
-        for row in comparison["systems"]:
-            run_folder = RunFolder(row["path"])
+        for row in comparison.systems:
+            run_folder = RunFolder(row.path)
             cutoff = cutoff or run_folder.run.cutoff
             settings.append(
                 [
-                    f"<a href='{esc(links[row['label']])}'>{esc(row['label'])}</a>",
+                    f"<a href='{esc(links[row.label])}'>{esc(row.label)}</a>",
                     _judge_cell(run_folder.run.judge),
                     _retriever_cell(_run_retriever(run_folder)),
-                    esc(row["judge_validity"]),
+                    esc(row.judge_validity),
                 ]
             )
         parts = [
@@ -242,14 +239,14 @@ def build_site(
                 folder / "index.html", page(f"{instance}: leaderboard", parts, nav=[("all instances", "../index.html")])
             )
         )
-        for row in comparison["systems"]:
-            written.append(atomic_write_text(folder / links[row["label"]], system_page(row, "index.html")))
+        for row in comparison.systems:
+            written.append(atomic_write_text(folder / links[row.label], system_page(row, "index.html")))
         summary_rows.append(
             [
                 f"<a href='{esc(instance)}/index.html'>{esc(instance)}</a>",
                 esc(str(cutoff)),
                 str(len(runs)),
-                esc(", ".join(sorted({(r["judge"] or {}).get("name") or "?" for r in comparison["systems"]}))),
+                esc(", ".join(sorted({r.judge.name or "?" for r in comparison.systems}))),
                 esc(_first(comparison)),
             ]
         )
