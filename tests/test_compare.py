@@ -24,8 +24,8 @@ def comparison():
 
 
 def _test(comparison, metric, a, b):
-    for t in comparison["tests"]:
-        if t["metric"] == metric and {t["a"], t["b"]} == {a, b}:
+    for t in comparison.tests:
+        if t.metric == metric and {t.a, t.b} == {a, b}:
             return t
     raise AssertionError(f"no test {metric} {a} {b}")
 
@@ -37,28 +37,28 @@ def test_release_contrasts_reproduced(comparison):
     for name, contrast in ref.items():
         a, b = [k for k in contrast if k not in ("metric", "fisher_p_two_sided")]
         t = _test(comparison, metric_of[contrast["metric"]], a, b)
-        assert {t["a_count"], t["b_count"]} == {contrast[a], contrast[b]}, name
-        assert round(t["p_value"], 5) == contrast["fisher_p_two_sided"], name
+        assert {t.a_count, t.b_count} == {contrast[a], contrast[b]}, name
+        assert round(t.p_value, 5) == contrast["fisher_p_two_sided"], name
     # the paper's text: engagement random vs direct LLM p < 1e-4; random vs citation leaders p = 0.007;
     # answered, citation leaders vs random p = 0.005
-    assert _test(comparison, "coverage", "random_claim", "direct_llm")["p_value"] < 1e-4
-    assert round(_test(comparison, "coverage", "random_claim", "citation_leader")["p_value"], 3) == 0.007
-    assert round(_test(comparison, "answered_rate", "random_claim", "citation_leader")["p_value"], 3) == 0.005
+    assert _test(comparison, "coverage", "random_claim", "direct_llm").p_value < 1e-4
+    assert round(_test(comparison, "coverage", "random_claim", "citation_leader").p_value, 3) == 0.007
+    assert round(_test(comparison, "answered_rate", "random_claim", "citation_leader").p_value, 3) == 0.005
 
 
 def test_corrections_and_bands(comparison):
-    family = [t for t in comparison["tests"] if t["metric"] == "coverage"]
+    family = [t for t in comparison.tests if t.metric == "coverage"]
     assert len(family) == 6  # 4 systems -> 6 pairs per metric
-    for t in comparison["tests"]:
-        assert t["p_value"] <= t["p_holm"] <= t["p_bonferroni"] <= 1.0
+    for t in comparison.tests:
+        assert t.p_value <= t.p_holm <= t.p_bonferroni <= 1.0
     t = _test(comparison, "coverage", "citation_leader", "direct_llm")
-    assert 0.01 <= t["p_value"] < 0.05 and t["band"] == "suggestive"
-    assert t["p_bonferroni"] == pytest.approx(min(1.0, 6 * t["p_value"]))
-    assert _test(comparison, "coverage", "random_claim", "direct_llm")["band"] == "significant"
-    assert [e["label"] for e in comparison["leaderboard"]][:1] == ["direct_llm"]
-    row = {r["label"]: r for r in comparison["systems"]}["random_claim"]
-    assert row["coverage"]["k"] == 91 and row["first_engagement_lag_years_release"] == 2.8
-    assert comparison["warnings"] == [] and comparison["any_invalid"] is False
+    assert 0.01 <= t.p_value < 0.05 and t.band == "suggestive"
+    assert t.p_bonferroni == pytest.approx(min(1.0, 6 * t.p_value))
+    assert _test(comparison, "coverage", "random_claim", "direct_llm").band == "significant"
+    assert [e.label for e in comparison.leaderboard][:1] == ["direct_llm"]
+    row = {r.label: r for r in comparison.systems}["random_claim"]
+    assert row.coverage.k == 91 and row.first_engagement_lag_years_release == 2.8
+    assert comparison.warnings == [] and comparison.any_invalid is False
 
 
 def test_outputs_and_invalid_runs(tmp_path, cli):

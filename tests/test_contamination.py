@@ -211,7 +211,7 @@ def _run(probe: dict | None) -> Run:
         instance_seal="0" * 64,
         frozen_path="frozen/s",
         frozen_seal="0" * 64,
-        judge={},
+        judge={"name": "offline"},
         contamination=probe,
     )
 
@@ -222,7 +222,11 @@ def test_report_and_compare_show_the_probe(tmp_path) -> None:
 
     probe = {
         "rate": {"k": 1, "n": 4, "rate": 0.25, "ci95": [0.0063, 0.8059]},
-        "by_kind": {"object": {"k": 1}, "name": {"k": 1}, "ngram": {"k": 0}},
+        "by_kind": {
+            "object": {"k": 1, "n": 4, "rate": 0.25, "ci95": [0.0063, 0.8059]},
+            "name": {"k": 1, "n": 4, "rate": 0.25, "ci95": [0.0063, 0.8059]},
+            "ngram": {"k": 0, "n": 4, "rate": 0.0, "ci95": [0.0, 0.6024]},
+        },
         "min_future_docs": {"object": 1, "name": 1, "ngram": 5},
         "past": "astro-2025-past",
         "future": "astro-2025-future",
@@ -233,5 +237,6 @@ def test_report_and_compare_show_the_probe(tmp_path) -> None:
     assert lines == ["q_003: object: SN 2025ogs; name: DES-Dovekie"]
     assert contamination_lines(_run({"not_run": "no corpus"}))[0] == "not run: no corpus"
     assert contamination_lines(_run(None))[0].startswith("not run")
-    assert contamination_rate(tmp_path, _run(probe)) == probe["rate"]
+    rate = contamination_rate(tmp_path, _run(probe))
+    assert rate is not None and rate.model_dump(mode="json") == probe["rate"]
     assert contamination_rate(tmp_path / "a" / "b" / "c" / "d", _run(None)) is None  # cannot probe: no RUN.json

@@ -218,7 +218,7 @@ def test_rerun_control_agrees_fully_for_the_deterministic_judge(term_run, cli):
     other = run_dir.parent / "relabelled"
     shutil.copytree(run_dir, other)
     meta = json.loads((other / "RUN.json").read_text())
-    meta["judge"] = {"spec": "offline"}
+    meta["judge"] = {"name": "offline", "spec": "offline"}
     write_json(other / "RUN.json", meta)
     code, _, err = cli(["control", "rerun", str(other)], root=ws.root)
     assert code == 2 and "not the one that labelled this run" in err

@@ -102,4 +102,4 @@ def test_score_marks_a_leaking_run_invalid(frozen_ws):
 
     with pytest.raises(CheckFailed, match="refusing invalid run"):
         compare_runs([leaky.run_dir])
-    assert compare_runs([leaky.run_dir], allow_invalid=True)["any_invalid"] is True
+    assert compare_runs([leaky.run_dir], allow_invalid=True).any_invalid is True

@@ -167,7 +167,7 @@ def test_lag_by_day_and_unknown_labels_on_release_records():
     assert lag.n == 10 and lag.n_undated_citations == 0
     assert lag.mean == pytest.approx(sum(expected) / 10)
     assert lag.mean == pytest.approx(2.9 - 0.5, abs=0.01)  # year convention minus half a year
-    assert m.release["first_engagement_lag_years"]["mean"] == 2.9
+    assert m.release.first_engagement_lag_years.mean == 2.9
     odd = judgment_from_release(
         {
             "question_id": questions[0].question_id,
@@ -182,7 +182,7 @@ def test_lag_by_day_and_unknown_labels_on_release_records():
     assert m.unknown_labels.model_dump() == {"outcome": {"resolved": 1}, "premise_status": {"maybe": 1}}
     assert m.unresolved.k == 1 and sum(p.k for p in m.outcomes.values()) == 9
     assert m.needs_review.n == 1
-    assert release_metrics(questions, judgments, retrievals, "2020-12-31")["n_questions"] == 10
+    assert release_metrics(questions, judgments, retrievals, "2020-12-31").n_questions == 10
 
 
 def test_import_is_deterministic_and_refuses_to_overwrite(tmp_path, cli):

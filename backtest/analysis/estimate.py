@@ -45,12 +45,12 @@ from backtest.analysis.reading.items import AnnotationItem, Label, citation_prob
 from backtest.analysis.reading.sample import RunMaterial, verify_draws
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.ppi import PPIRate, ppi_rate, rate_difference
-from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, Output, parse_record, read_output
+from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, Output, read_output
+from backtest.core.runs import Run
 from backtest.core.stats import adjust_pvalues, cohen_kappa
 from backtest.core.workspace import Workspace
 from backtest.scoring.metrics import collapse_flags
-from backtest.scoring.outputs import Run
-from backtest.scoring.runseal import check_seal
+from backtest.validity.runfolder import RunFolder
 
 HEADLINE = "coverage"
 
@@ -278,16 +278,11 @@ def _reader_values(
 
 
 def _run_judgments(run_dir: Path) -> tuple[Run, list[Judgment]]:
-    from backtest.core.fileio import iter_jsonl
-
-    if not (run_dir / "RUN.json").is_file():
-        raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
-    run = read_output(Run, run_dir / "RUN.json")
-    if run.status != "complete" or not (run_dir / "judgments.jsonl").is_file():
+    folder = RunFolder.open(run_dir)
+    if folder.run.status != "complete" or not folder.has("judgments.jsonl"):
         raise BadInput(f"{run_dir}: run is not complete; finish it with backtest score")
-    check_seal(run_dir)  # a finished run's files as they were sealed, as compare and report read them
-    path = run_dir / "judgments.jsonl"
-    return run, [parse_record(Judgment, o, f"{path}:{n}") for n, o in iter_jsonl(path)]
+    folder.check_seal()  # a finished run's files as they were sealed, as compare and report read them
+    return folder.run, folder.judgments
 
 
 def _label_set_for(run: str, label_sets: Sequence[LabelSet]) -> LabelSet | None:
@@ -320,7 +315,7 @@ def trained_on_note(
     loaded, by (spec, root)."""
     from backtest.judge import get_judge
 
-    spec = str(run.judge.get("spec") or run.judge.get("name") or "")
+    spec = run.judge.spec or run.judge.name
     alone = "lambda 0: the estimate is the readers' labels alone"
     cache = {} if cache is None else cache
     key = (spec, ws.root.resolve())
@@ -334,7 +329,7 @@ def trained_on_note(
         why = f"the judge that labelled this run ({spec}) cannot be loaded to ask what it was fitted on ({cache[key]})"
         return f"{why}; {alone}"
     judge, info = cache[key]
-    recorded = run.judge.get("config_sha256")
+    recorded = run.judge.config_sha256
     if recorded and info.config_sha256 != recorded:
         return (
             f"judge {spec} as configured here is not the one that labelled this run (its config sha256 differs), so "
@@ -399,7 +394,7 @@ def estimate_run(run_dir: str | Path, label_sets: Sequence[LabelSet], ws: Worksp
         run=name,
         system=run.system,
         instance=run.instance_id,
-        judge=str(run.judge.get("name")),
+        judge=run.judge.name,
         labels=ws.relative(label_set.folder),
         readers=sorted(label_set.readers),
         adjudicated=label_set.adjudicated,
@@ -734,9 +729,7 @@ def plan_runs(
             rho, rho_from = r, f"the pilot samples pooled (n={len(pooled[0])})"
         else:
             card = run_validity(ws, run.judge)
-            kappas = [
-                v["engaged"]["kappa"] for v in card["validations"] if v.get("engaged", {}).get("kappa") is not None
-            ]
+            kappas = [v["engaged"]["kappa"] for v in card.validations if v.get("engaged", {}).get("kappa") is not None]
             if kappas:
                 rho, rho_from = min(kappas), "the judge's validity card (lowest engaged kappa, as a correlation)"
         if rho is None:

@@ -25,14 +25,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from backtest.analysis.compare import compare_runs, html_sections, load_run, run_questions
+from backtest.analysis.compare import compare_runs, html_sections, run_questions
+from backtest.analysis.outputs import Comparison, SystemRow
 from backtest.core.errors import BadInput
-from backtest.core.fileio import atomic_write_text, iter_jsonl
+from backtest.core.fileio import atomic_write_text
 from backtest.core.html import page, rate_cell, table
+from backtest.core.records import Rate, output_dict
+from backtest.core.runs import RunJudge, RunRetriever
 from backtest.core.workspace import Workspace
-from backtest.retrieve.compact import rematerialise
 from backtest.scoring.metrics import JUDGE_ONLY_NOTE
-from backtest.scoring.outputs import Run
+from backtest.validity.runfolder import RunFolder
 
 esc = html.escape
 
@@ -48,30 +50,27 @@ def _page_name(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in label) + ".html"
 
 
-def _judge_cell(judge: dict[str, Any] | None) -> str:
-    judge = judge or {}
-    return esc(f"{judge.get('name')} ({judge.get('protocol')}, config {str(judge.get('config_sha256'))[:12]})")
+def _judge_cell(judge: RunJudge) -> str:
+    return esc(f"{judge.name} ({judge.protocol}, config {str(judge.config_sha256)[:12]})")
 
 
-def _retriever_cell(retriever: dict[str, Any] | None) -> str:
-    r = retriever or {}
-    params = r.get("params") or {}
-    index = params.get("index")
+def _retriever_cell(r: RunRetriever) -> str:
+    index = (r.params or {}).get("index")
     return esc(
-        f"{r.get('method')}"
-        + (f" {r.get('model')}" if r.get("model") else "")
-        + (f", k={r.get('k')}" if r.get("k") else "")
+        f"{r.method}"
+        + (f" {r.model}" if r.model else "")
+        + (f", k={r.k}" if r.k else "")
         + (f", {index} index" if index else "")
     )
 
 
-def _run_retriever(folder: Path, run: Run) -> dict[str, Any]:
-    """What retrieved the documents: the run's record of it, else the first retrieval line's."""
-    retriever = dict(run.retriever or {})
-    for _, row in iter_jsonl(folder / "retrieval.jsonl") if (folder / "retrieval.jsonl").is_file() else ():
-        retriever = {**(row.get("retriever") or {}), **retriever, "k": row.get("k", retriever.get("k"))}
-        break
-    return retriever
+def _run_retriever(folder: RunFolder) -> RunRetriever:
+    """What retrieved the documents: the run's record of it, over the first retrieval line's."""
+    recorded = output_dict(folder.run.retriever) if folder.run.retriever else {}
+    first = next(iter(folder.retrievals(text=False)), None)
+    if first is None:
+        return RunRetriever.model_validate(recorded)
+    return RunRetriever.model_validate({**first.retriever, **recorded, "k": first.k})
 
 
 def _documents_html(retrieval: dict[str, Any] | None, cited: set[str]) -> str:
@@ -94,15 +93,13 @@ def _documents_html(retrieval: dict[str, Any] | None, cited: set[str]) -> str:
     return f"<ul class='documents'>{''.join(items)}</ul>"
 
 
-def system_page(row: dict[str, Any], instance_href: str) -> str:
+def system_page(row: SystemRow, instance_href: str) -> str:
     """A run's page: its settings, its rates, and every question with its labels and the documents shown."""
-    folder = Path(row["path"])
-    run = row["run"]
-    questions = {q.question_id: q for q in (run_questions(folder, run) or [])}
-    judgments = [j for _, j in iter_jsonl(folder / "judgments.jsonl")]
-    rows = [r for _, r in iter_jsonl(folder / "retrieval.jsonl")] if (folder / "retrieval.jsonl").is_file() else []
-    retrievals = {r["question_id"]: r for r in rematerialise(folder, run.instance_id, rows)}
-    label = row["label"]
+    folder = RunFolder.open(row.path)
+    run = folder.run
+    questions = {q.question_id: q for q in (run_questions(folder.path, run) or [])}
+    retrievals = {r["question_id"]: r for r in folder.shown_retrievals()}
+    label = row.label
     parts = [
         f"<h1>{esc(label)}</h1>",
         "<ul>",
@@ -110,11 +107,11 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
         f"<li>run <code>{esc(run.run_id)}</code>, "
         f"frozen set <code>{esc(run.frozen_path)}</code> "
         f"(seal <code>{esc(run.frozen_seal[:16])}…</code>)</li>",
-        f"<li>judge {_judge_cell(run.judge)}; {esc(row['judge_validity'])}</li>",
-        f"<li>retriever {_retriever_cell(_run_retriever(folder, run))}</li>",
+        f"<li>judge {_judge_cell(run.judge)}; {esc(row.judge_validity)}</li>",
+        f"<li>retriever {_retriever_cell(_run_retriever(folder))}</li>",
         "</ul>",
     ]
-    grounded = (row.get("grounded") or {}).get("rates") or {}
+    grounded = (row.grounded or {}).get("rates") or {}
     rates = []
     for (key, name), gkey in zip(
         (
@@ -129,36 +126,36 @@ def system_page(row: dict[str, Any], instance_href: str) -> str:
             [
                 esc(name),
                 rate_cell(_grounded_text(g), g["estimate"] if g else None),
-                rate_cell(_pct_text(row[key]), (row[key] or {}).get("rate")),
+                rate_cell(_pct_text(judged := row.rate(key)), judged.rate if judged else None),
             ]
         )
     headers = ["metric", "grounded in careful reading [95%] (n read, effective n)", "judge only [95% CI] (k/n)"]
     parts += ["<h2>Rates</h2>", table(headers, rates, sortable=False)]
     index_rows = []
     details = []
-    for j in judgments:
-        qid = str(j["question_id"])
+    for j in folder.judgments:
+        qid = j.question_id
         anchor = "q-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)
         retrieval = retrievals.get(qid)
         q = questions.get(qid)
         text = q.question if q else str((retrieval or {}).get("query") or "")
-        cited = {str(e.get("id")) for e in j.get("evidence") or []} | {str(i) for i in j.get("supporting_ids") or []}
+        cited = {e.id for e in j.evidence} | set(j.supporting_ids)
         index_rows.append(
             [
                 f"<a href='#{anchor}'>{esc(qid)}</a>",
-                esc(j["outcome"]),
-                esc(j["premise_status"]),
+                esc(j.outcome),
+                esc(j.premise_status),
                 str(len(cited)),
                 esc(text[:160] + ("…" if len(text) > 160 else "")),
             ]
         )
         premise = f"<p><b>premise</b>: {esc(q.premise)}</p>" if q and q.premise else ""
-        review = ", <b>needs review</b>: " + esc(", ".join(j["needs_review"])) if j.get("needs_review") else ""
+        review = ", <b>needs review</b>: " + esc(", ".join(j.needs_review)) if j.needs_review else ""
         details.append(
             f"<section id='{anchor}' class='question'><h3>{esc(qid)}</h3><p>{esc(text)}</p>{premise}"
-            f"<p><b>outcome</b> <code>{esc(j['outcome'])}</code>, "
-            f"<b>premise</b> <code>{esc(j['premise_status'])}</code>{review}</p>"
-            f"<p><b>rationale</b>: {esc(str(j.get('rationale') or ''))}</p>"
+            f"<p><b>outcome</b> <code>{esc(j.outcome)}</code>, "
+            f"<b>premise</b> <code>{esc(j.premise_status)}</code>{review}</p>"
+            f"<p><b>rationale</b>: {esc(j.rationale)}</p>"
             f"<p><b>documents shown to the judge</b> ({len((retrieval or {}).get('documents') or [])}):</p>"
             f"{_documents_html(retrieval, cited)}</section>"
         )
@@ -181,25 +178,21 @@ def _grounded_text(rate: dict[str, Any] | None) -> str:
     )
 
 
-def _first(comparison: dict[str, Any]) -> str:
+def _first(comparison: Comparison) -> str:
     """The index's "first" cell: the top system and the rate it is ranked by (grounded when read)."""
-    top = comparison["leaderboard"][0]
-    if top.get("grounded_coverage") is not None:
-        lo, hi = top["grounded_coverage_ci95"]
-        return (
-            f"{top['label']} ({top['grounded_coverage']:.1%} [{lo:.1%}, {hi:.1%}] grounded coverage; "
-            f"judge only {top['coverage']:.1%})"
-        )
-    return (
-        f"{top['label']} ({top['coverage']:.1%} coverage, judge only)" if top["coverage"] is not None else top["label"]
-    )
+    top = comparison.leaderboard[0]
+    if top.grounded_coverage is not None and top.grounded_coverage_ci95 is not None:
+        lo, hi = top.grounded_coverage_ci95
+        judged = "n/a" if top.coverage is None else f"{top.coverage:.1%}"
+        return f"{top.label} ({top.grounded_coverage:.1%} [{lo:.1%}, {hi:.1%}] grounded coverage; judge only {judged})"
+    return f"{top.label} ({top.coverage:.1%} coverage, judge only)" if top.coverage is not None else top.label
 
 
-def _pct_text(p: dict[str, Any] | None) -> str:
-    if not p or p.get("rate") is None:
+def _pct_text(p: Rate | None) -> str:
+    if p is None or p.rate is None:
         return "n/a"
-    lo, hi = p["ci95"]
-    return f"{p['rate']:.1%} [{lo:.1%}, {hi:.1%}] ({p['k']}/{p['n']})"
+    lo, hi = p.ci95
+    return f"{p.rate:.1%} [{lo:.1%}, {hi:.1%}] ({p.k}/{p.n})"
 
 
 def build_site(
@@ -211,27 +204,25 @@ def build_site(
         raise BadInput("leaderboard: no run folders (name some, or use --all in a workspace with scored runs)")
     by_instance: dict[str, list[str | Path]] = defaultdict(list)
     for folder in run_dirs:
-        folder = Path(folder)
-        by_instance[load_run(folder).run.instance_id].append(folder)
+        by_instance[RunFolder.open(folder).check_seal().run.instance_id].append(Path(folder))
     out = Path(out)
     written: list[Path] = []
     summary_rows = []
     for instance in sorted(by_instance):
         comparison = compare_runs(by_instance[instance], allow_invalid=allow_invalid, labels=labels)
-        runs = {Path(r["path"]): r for r in comparison["systems"]}
-        links = {r["label"]: _page_name(r["label"]) for r in comparison["systems"]}
+        runs = {Path(r.path): r for r in comparison.systems}
+        links = {r.label: _page_name(r.label) for r in comparison.systems}
         settings = []
         cutoff = None
-        for row in comparison["systems"]:
-            run = load_run(Path(row["path"])).run
-            cutoff = cutoff or run.cutoff
-            row["run"] = run
+        for row in comparison.systems:
+            run_folder = RunFolder(row.path)
+            cutoff = cutoff or run_folder.run.cutoff
             settings.append(
                 [
-                    f"<a href='{esc(links[row['label']])}'>{esc(row['label'])}</a>",
-                    _judge_cell(row["judge"]),
-                    _retriever_cell(_run_retriever(Path(row["path"]), run)),
-                    esc(row["judge_validity"]),
+                    f"<a href='{esc(links[row.label])}'>{esc(row.label)}</a>",
+                    _judge_cell(run_folder.run.judge),
+                    _retriever_cell(_run_retriever(run_folder)),
+                    esc(row.judge_validity),
                 ]
             )
         parts = [
@@ -248,14 +239,14 @@ def build_site(
                 folder / "index.html", page(f"{instance}: leaderboard", parts, nav=[("all instances", "../index.html")])
             )
         )
-        for row in comparison["systems"]:
-            written.append(atomic_write_text(folder / links[row["label"]], system_page(row, "index.html")))
+        for row in comparison.systems:
+            written.append(atomic_write_text(folder / links[row.label], system_page(row, "index.html")))
         summary_rows.append(
             [
                 f"<a href='{esc(instance)}/index.html'>{esc(instance)}</a>",
                 esc(str(cutoff)),
                 str(len(runs)),
-                esc(", ".join(sorted({(r["judge"] or {}).get("name") or "?" for r in comparison["systems"]}))),
+                esc(", ".join(sorted({r.judge.name or "?" for r in comparison.systems}))),
                 esc(_first(comparison)),
             ]
         )

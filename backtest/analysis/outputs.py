@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from backtest.core.records import Output
+from backtest.core.records import Output, Rate
+from backtest.core.runs import RunCost, RunJudge
 
 
 class LeaderboardRow(BaseModel):
@@ -36,13 +37,79 @@ class LeaderboardRow(BaseModel):
     grounded_premise_refuted: float | None = None
 
 
+class SystemRow(BaseModel):
+    """One run in a comparison (``compare.json``'s ``systems``): where it is, its judge and that judge's
+    validity line, every proportion metric with its 95% interval (the judge's; ``contamination_rate`` the
+    probe's, None where it cannot run), the means, the judge's outcome counts and flags, its cost, and with
+    labels its rates grounded in careful reading (the run's :class:`~backtest.analysis.estimate.RunEstimate`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    system: str
+    run_id: str
+    instance_id: str
+    path: str
+    valid: bool
+    judge: RunJudge
+    judge_validity: str
+    grounded: dict[str, Any] | None
+    judge_outcomes: dict[str, int]
+    judge_flags: list[str]
+    n_questions: int
+    cost: RunCost | None
+    coverage: Rate
+    answered_rate: Rate
+    partially_addressed: Rate
+    posed_but_open: Rate
+    not_addressed: Rate
+    premise_refutation_rate: Rate
+    multi_source_rate: Rate
+    specificity_rate: Rate
+    contamination_rate: Rate | None
+    mean_supporting_papers: float | None
+    mean_top1_similarity: float | None
+    first_engagement_lag_years: float | None
+    first_engagement_lag_years_release: float | None
+
+    def rate(self, key: str) -> Rate | None:
+        """One of the proportion metrics by its name (``coverage``, ``answered_rate``, ...)."""
+        value = getattr(self, key)
+        assert value is None or isinstance(value, Rate), key
+        return value
+
+    def grounded_rate(self, key: str) -> dict[str, Any] | None:
+        """One grounded rate (``coverage``, ``answered``, ``premise_refuted``), None where the run was not read."""
+        return (self.grounded or {}).get("rates", {}).get(key)
+
+
+class PairTest(BaseModel):
+    """One pairwise test of a comparison: a two-sided Fisher exact test of ``metric`` between runs ``a`` and
+    ``b`` (their k/n), with Holm and Bonferroni corrections within the metric's family of pairs and the paper's
+    band on the uncorrected p."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str
+    metric_name: str
+    a: str
+    b: str
+    a_count: str
+    b_count: str
+    p_value: float
+    odds_ratio: float
+    band: str
+    p_holm: float
+    p_bonferroni: float
+
+
 class Comparison(Output):
     """``compare.json``: systems x metrics with 95% intervals, pairwise Fisher tests, the leaderboard."""
 
     allow_invalid: bool
     any_invalid: bool
-    systems: list[dict[str, Any]]
-    tests: dict[str, Any] | list[dict[str, Any]]
+    systems: list[SystemRow]
+    tests: list[PairTest]
     leaderboard: list[LeaderboardRow]
     warnings: list[str]
     notes: list[str]

@@ -201,8 +201,7 @@ def split_values(values: tuple[str, ...] | str | None) -> list[str]:
 
 def run_validity_line(ws: Workspace, run_dir: Path) -> str:
     """The judge-validity line of a finished run (its judge's card, or that it has none)."""
-    from backtest.core.records import read_output
     from backtest.judge.cards import run_validity
-    from backtest.scoring.outputs import Run
+    from backtest.validity.runfolder import RunFolder
 
-    return run_validity(ws, read_output(Run, run_dir / "RUN.json").judge)["line"]
+    return run_validity(ws, RunFolder.open(run_dir).run.judge).line

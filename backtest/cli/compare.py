@@ -28,13 +28,14 @@ def compare_cmd(run_dirs, out, allow_invalid, labels, as_json):
     (PPI++ per run) with the judge-only rates beside them; without, the ranking is the judge's alone.
     """
     from backtest.analysis.compare import compare_runs, render_markdown, write_outputs
+    from backtest.core.records import output_dict
 
     comparison = compare_runs(list(run_dirs), allow_invalid=allow_invalid, labels=labels)
     if out:
         for path in write_outputs(comparison, out):
             click.echo(f"wrote {path}", err=True)
     if as_json:
-        echo_json(comparison)
+        echo_json(output_dict(comparison))
     else:
         click.echo(render_markdown(comparison))
 

@@ -24,7 +24,7 @@ def report(ctx, run_dir):
     frozen = Path(run.frozen_path)
     bundle = load_frozen(frozen if frozen.is_absolute() else ws.root / frozen)
     md, page = write_reports(
-        run_dir, run, bundle.questions, retrievals, judgments, metrics, run_validity(ws, run.judge)["line"]
+        run_dir, run, bundle.questions, retrievals, judgments, metrics, run_validity(ws, run.judge).line
     )
     click.echo(f"wrote {md} and {page}")
 

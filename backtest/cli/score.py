@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from backtest.cli.common import (
     workspace,
 )
 from backtest.core.records import output_dict
+
+if TYPE_CHECKING:
+    from backtest.scoring.outputs import DryRun
 
 
 @click.command("score")
@@ -80,11 +84,11 @@ def score(
         "n_questions": result.n_questions,
         "judged_now": result.judged_now,
         "valid": result.valid,
-        "http_calls": result.judge_stats.get("http_calls", 0),
-        "cache_hits": result.judge_stats.get("cache_hits", 0),
-        "prompt_tokens": result.judge_stats.get("prompt_tokens", 0),
-        "completion_tokens": result.judge_stats.get("completion_tokens", 0),
-        "ray_attempts_lost": result.judge_stats.get("ray_attempts_lost", 0),
+        "http_calls": result.judge_stats.get("http_calls"),
+        "cache_hits": result.judge_stats.get("cache_hits"),
+        "prompt_tokens": result.judge_stats.get("prompt_tokens"),
+        "completion_tokens": result.judge_stats.get("completion_tokens"),
+        "ray_attempts_lost": result.judge_stats.get("ray_attempts_lost"),
         "cost": output_dict(result.cost) if result.cost else None,
         "judge_validity": run_validity_line(ws, result.run_dir),
         "coverage_judge_only": output_dict(result.metrics.coverage) if result.metrics else None,
@@ -121,27 +125,27 @@ def score(
     click.echo(f"report: {result.run_dir / 'report.html'}")
 
 
-def _print_estimate(est: dict, as_json: bool) -> None:
+def _print_estimate(est: DryRun, as_json: bool) -> None:
     """The dry run's totals: calls, prompt tokens (exact or estimated), the completion bound, the cost."""
     if as_json:
-        echo_json(est)
+        echo_json(est.model_dump(mode="json"))
         return
-    how = "counted by the endpoint's tokenizer" if est["prompt_tokens_exact"] else "estimated from characters"
+    how = "counted by the endpoint's tokenizer" if est.prompt_tokens_exact else "estimated from characters"
     click.echo(
-        f"dry run: {est['system']} on {est['instance_id']} with {est['judge']}: {est['n_questions']} questions, "
-        f"{est['n_cached']} cached, {est['n_calls']} calls"
+        f"dry run: {est.system} on {est.instance_id} with {est.judge}: {est.n_questions} questions, "
+        f"{est.n_cached} cached, {est.n_calls} calls"
     )
-    click.echo(f"  prompt tokens: {est['prompt_tokens']} ({how})")
-    click.echo(f"  completion tokens: at most {est['max_completion_tokens']} (max_tokens per call)")
-    if est["priced"]:
+    click.echo(f"  prompt tokens: {est.prompt_tokens} ({how})")
+    click.echo(f"  completion tokens: at most {est.max_completion_tokens} (max_tokens per call)")
+    if est.priced:
         click.echo(
-            f"  cost: {est['cost_prompt']:.4f} {est['currency']} for the prompts, at most "
-            f"{est['cost_at_most']:.4f} {est['currency']} with the longest answers ({est['note']})"
+            f"  cost: {est.cost_prompt:.4f} {est.currency} for the prompts, at most "
+            f"{est.cost_at_most:.4f} {est.currency} with the longest answers ({est.note})"
         )
-        if est["batch_factor"] < 1:
+        if est.batch_factor < 1:
             click.echo(
-                f"  through provider batch files (judge batch export, billed x{est['batch_factor']:g}): at most "
-                f"{est['cost_at_most_batch']:.4f} {est['currency']}"
+                f"  through provider batch files (judge batch export, billed x{est.batch_factor:g}): at most "
+                f"{est.cost_at_most_batch:.4f} {est.currency}"
             )
     else:
         click.echo("  cost: the judge config has no price table (price = {input_per_mtok, output_per_mtok, currency})")

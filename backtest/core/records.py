@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -114,9 +114,19 @@ class Rate(BaseModel):
 
 class Output(Versioned):
     """Base of every output file backtest writes (RUN.json, metrics.json, compare.json, GRADE.json, ...):
-    a known ``schema_version``, typed fields; fields a later minor addition writes are kept (extra allowed)."""
+    a known ``schema_version``, typed fields. A record whose fields are all typed refuses unknown ones
+    (``extra="forbid"`` on the model: the run folder's records, :mod:`backtest.core.runs`, and
+    ``contamination.json``), so a misspelt key stops the write; the others still keep fields their writers add
+    (extra allowed) until those are typed too (``control.json``'s writers add several)."""
 
     model_config = ConfigDict(extra="allow")
+
+    def updated(self, **changes: Any) -> Self:
+        """This record with ``changes`` applied, every field checked as on reading (a mistyped value, or on a
+        record that refuses unknown fields a misspelt name, is a ValidationError naming it); the fields it had
+        are kept as they were, so it is written to the same bytes but for the change. The one way a record
+        is changed (pydantic's ``model_copy(update=...)`` checks nothing)."""
+        return self.model_validate({**self.model_dump(exclude_unset=True), **changes})
 
 
 V = TypeVar("V", bound=Versioned)
@@ -135,6 +145,14 @@ def output_dict(output: BaseModel) -> dict[str, Any]:
     """An output model (or a block of one) as the JSON object it is written as: the fields it was given or set,
     no defaults added (a file read and written again is the same bytes)."""
     return output.model_dump(mode="json", exclude_unset=True)
+
+
+def output_bytes(output: BaseModel) -> bytes:
+    """An output model as the bytes backtest writes it (:func:`output_dict` as
+    :func:`~backtest.core.fileio.write_json` writes it: indented, key-sorted JSON and a newline)."""
+    import json
+
+    return (json.dumps(output_dict(output), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
 def write_output(path: Path | str, model: type[Versioned], data: dict[str, Any] | Versioned) -> Path:

@@ -56,16 +56,16 @@ from backtest.core.records import (
     SubmissionMetadata,
     output_dict,
     parse_record,
-    read_output,
 )
+from backtest.core.runs import ImportedFrom, Run, RunJudge, RunRetriever
 from backtest.core.seal import sha256_bytes, sha256_file, with_seal
 from backtest.core.sums import verify_sums
 from backtest.core.text import CONTROL_CHARS, visible
 from backtest.core.workspace import Workspace
 from backtest.interop.sqb_layout import PROSPECTIVE, InstanceSpec, SetSpec, discover_release
 from backtest.scoring.metrics import compute_metrics
-from backtest.scoring.outputs import Run
 from backtest.submit.ledger import append_entry, find_entry, read_ledger
+from backtest.validity.runfolder import RunFolder
 
 NO_TEXT_NOTE = (
     "the reference release does not redistribute the ADS corpus: retrieval records carry ids, "
@@ -124,9 +124,9 @@ def import_sqb(
             str(p.relative_to(ws.root)) for p in import_annotation(release, ws.root / "labels" / "sqb-annotation")
         ]
     summary.update(skipped=plan.skipped, unexpected=plan.unexpected, not_scanned=plan.not_scanned, notes=notes)
-    written = {run: read_output(Run, ws.root / run / "RUN.json") for run in summary["runs"]}
+    written = {run: RunFolder.open(ws.root / run).run for run in summary["runs"]}
     summary["invalid_runs"] = [
-        {"run": run, "failed": [c["name"] for c in record.leakage or [] if c["status"] == "failed"]}
+        {"run": run, "failed": [c.name for c in record.leakage or [] if c.status == "failed"]}
         for run, record in written.items()
         if not record.valid
     ]
@@ -465,56 +465,46 @@ def _write_run(
     _write_once(folder / "retrieval.jsonl", [r.model_dump(mode="json") for r in retrieved], jsonl=True)
     metrics = compute_metrics(questions, judged, retrieved, instance.cutoff)
     reference = read_json(release / spec.release_metrics) if spec.release_metrics else None
-    metrics_doc = {
-        "run_id": spec.run_id,
-        "instance_id": instance.instance_id,
-        "system": spec.system,
-        "valid": valid,
-        **output_dict(metrics),
-    }
+    ours = output_dict(metrics.release)
+    metrics = metrics.updated(run_id=spec.run_id, instance_id=instance.instance_id, system=spec.system, valid=valid)
     if reference is not None:
-        metrics_doc["reference_metrics"] = reference
-        metrics_doc["reference_match"] = {
-            k: metrics.release[k] == v for k, v in reference.items() if k in metrics.release
-        }
-    _write_once(folder / "metrics.json", metrics_doc)
+        matches = {k: ours[k] == v for k, v in reference.items() if k in ours}
+        metrics = metrics.updated(reference_metrics=reference, reference_match=matches)
+    _write_once(folder / "metrics.json", output_dict(metrics))
     judge_models = sorted({j.judge.model for j in judged if j.judge.model})
     protocols = sorted({j.judge.protocol for j in judged if j.judge.protocol})
     first = next(iter(retrievals.values()), None)
-    run = {
-        "schema_version": "1",
-        "run_id": spec.run_id,
-        "instance_id": instance.instance_id,
-        "instance_seal": instance.seal,
-        "system": spec.system,
-        "frozen_path": str(frozen_dir.relative_to(ws.root)),
-        "frozen_seal": frozen.seal,
-        "retriever": {
-            **(first.retriever if first else {}),
-            "k": first.k if first else None,
-            "corpus_id": first.corpus_id if first else None,
-            "text_available": False,
-            "note": NO_TEXT_NOTE if spec.retrieval else NO_RETRIEVAL,
-        },
-        "judge": {
-            "name": "sqb-release-llm",
-            "models": judge_models,
-            "protocols": protocols,
-            "provenance": spec.provenance,
-        },
-        "valid": valid,
-        "leakage": checks,
-        "imported_from": {
-            "release": "sqb",
-            "files": {
+    run = Run(
+        schema_version="1",
+        run_id=spec.run_id,
+        instance_id=instance.instance_id,
+        instance_seal=instance.seal,
+        system=spec.system,
+        frozen_path=str(frozen_dir.relative_to(ws.root)),
+        frozen_seal=frozen.seal,
+        retriever=RunRetriever.model_validate(
+            {
+                **(first.retriever if first else {}),
+                "k": first.k if first else None,
+                "corpus_id": first.corpus_id if first else None,
+                "text_available": False,
+                "note": NO_TEXT_NOTE if spec.retrieval else NO_RETRIEVAL,
+            }
+        ),
+        judge=RunJudge(name="sqb-release-llm", models=judge_models, protocols=protocols, provenance=spec.provenance),
+        valid=valid,
+        leakage=checks,
+        imported_from=ImportedFrom(
+            release="sqb",
+            files={
                 rel: sha256_file(release / rel)
                 for rel in [spec.questions, spec.labels, spec.retrieval, spec.release_metrics, spec.adjudication]
                 if rel
             },
-        },
-        "n_questions": len(questions),
-    }
-    _write_once(folder / "RUN.json", run)
+        ),
+        n_questions=len(questions),
+    )
+    _write_once(folder / "RUN.json", output_dict(run))
     return folder
 
 

@@ -28,9 +28,10 @@ from typing import Any
 
 from backtest.core.errors import BadInput
 from backtest.core.records import read_output, write_output
+from backtest.core.runs import RunJudge
 from backtest.core.seal import sha256_file, sha256_json
 from backtest.core.workspace import Workspace
-from backtest.judge.outputs import ValidityCard
+from backtest.judge.outputs import RunValidity, ValidityCard
 
 NOT_VALIDATED = "judge not validated: no validity card (run `backtest judge validate`)"
 CARD_INVALID = "judge validity: card invalid"
@@ -274,16 +275,13 @@ def card_line(card: ValidityCard | None, problems: list[str] | tuple[str, ...] =
     return "judge validity: " + "; ".join(parts)
 
 
-def run_validity(ws: Workspace, judge: dict[str, Any]) -> dict[str, Any]:
+def run_validity(ws: Workspace, judge: RunJudge) -> RunValidity:
     """For a run's RUN.json ``judge`` entry: the card's path (None when there is none), its one-line summary
     ('card invalid' when it fails its checks), its validations (none when invalid) and its problems."""
-    from backtest.core.records import JudgeInfo
-
-    info = {k: judge.get(k) for k in JudgeInfo.model_fields}
-    path, card, problems = checked_card(ws.judges / "cards", info)
-    return {
-        "card": ws.relative(path) if path.is_file() else None,
-        "line": card_line(card, problems),
-        "validations": card.validations if card and not problems else [],
-        "problems": problems,
-    }
+    path, card, problems = checked_card(ws.judges / "cards", judge.info())
+    return RunValidity(
+        card=ws.relative(path) if path.is_file() else None,
+        line=card_line(card, problems),
+        validations=card.validations if card and not problems else [],
+        problems=problems,
+    )

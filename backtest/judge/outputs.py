@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from backtest.core.records import Output
 
 
@@ -14,3 +16,16 @@ class ValidityCard(Output):
     fingerprint: str
     judge: dict[str, Any]
     validations: list[dict[str, Any]]
+
+
+class RunValidity(BaseModel):
+    """What a run's judge is worth (:func:`backtest.judge.cards.run_validity`): its card's path (None when it
+    has none), the one-line summary reports print, the card's validations (none when it is invalid) and why it
+    cannot be trusted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    card: str | None
+    line: str
+    validations: list[dict[str, Any]]
+    problems: list[str]

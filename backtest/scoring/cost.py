@@ -22,19 +22,20 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 from backtest.core.records import Judgment, Question, RetrievedDocument
+from backtest.core.runs import Pricing, QuestionCost, RunCost
 from backtest.judge.protocol import Judge
 from backtest.llm.pricing import CallEstimate, Price
-from backtest.scoring.outputs import QuestionCost, RunCost
+from backtest.scoring.outputs import CostEstimate, QuestionEstimate
 
 
-def price_record(price: Price | None) -> dict[str, Any]:
+def pricing(price: Price | None) -> Pricing:
     """The price fields of a cost record (``priced: False`` when the config has none)."""
     if price is None:
-        return {"priced": False, "currency": None, "input_per_mtok": None, "output_per_mtok": None, "batch_factor": 1.0}
-    return {"priced": True, **price.model_dump()}
+        return Pricing(priced=False, currency=None, input_per_mtok=None, output_per_mtok=None, batch_factor=1.0)
+    return Pricing(priced=True, **price.model_dump())
 
 
 def _tokens(judgment: Judgment) -> tuple[int, int]:
@@ -56,7 +57,7 @@ def run_cost(judgments: Sequence[Judgment], price: Price | None, spent: float | 
     prompt = sum(p for p, _ in counts)
     completion = sum(c for _, c in counts)
     return RunCost(
-        **price_record(price),
+        **pricing(price).model_dump(),
         prompt_tokens=prompt,
         completion_tokens=completion,
         total=round(price.cost(prompt, completion), 6) if price else None,
@@ -67,7 +68,7 @@ def run_cost(judgments: Sequence[Judgment], price: Price | None, spent: float | 
 
 def estimate_questions(
     judge: Judge, questions: Sequence[Question], documents: Sequence[Sequence[RetrievedDocument]]
-) -> dict[str, Any]:
+) -> CostEstimate:
     """``score --dry-run``: every question's first-call estimate and the totals (no call is made)."""
     price = judge.price
     rows, worst = [], []
@@ -77,32 +78,32 @@ def estimate_questions(
     to_call = [e for _, e in rows if not e.cached]
     prompt = sum(e.prompt_tokens for e in to_call)
     completion = sum(e.max_completion_tokens for e in to_call)
-    return {
-        **price_record(price),
-        "n_questions": len(rows),
-        "n_cached": len(rows) - len(to_call),
-        "n_calls": len(to_call),
-        "prompt_tokens": prompt,
-        "prompt_tokens_exact": all(e.exact for e in to_call),
-        "max_completion_tokens": completion,
-        "cost_prompt": round(price.cost(prompt, 0), 6) if price else None,
-        "cost_at_most": round(price.cost(prompt, completion), 6) if price else None,
-        "cost_at_most_batch": round(price.cost(prompt, completion) * price.batch_factor, 6) if price else None,
-        "cost_worst_case": round(sum(b.bound(price) for b in worst), 6) if price else None,
-        "per_question": [
-            {
-                "question_id": qid,
-                "cached": e.cached,
-                "prompt_tokens": e.prompt_tokens,
-                "exact": e.exact,
-                "cost_at_most": round(e.bound(price), 6) if price else None,
-                "cost_worst_case": round(b.bound(price), 6) if price else None,
-            }
+    return CostEstimate(
+        **pricing(price).model_dump(),
+        n_questions=len(rows),
+        n_cached=len(rows) - len(to_call),
+        n_calls=len(to_call),
+        prompt_tokens=prompt,
+        prompt_tokens_exact=all(e.exact for e in to_call),
+        max_completion_tokens=completion,
+        cost_prompt=round(price.cost(prompt, 0), 6) if price else None,
+        cost_at_most=round(price.cost(prompt, completion), 6) if price else None,
+        cost_at_most_batch=round(price.cost(prompt, completion) * price.batch_factor, 6) if price else None,
+        cost_worst_case=round(sum(b.bound(price) for b in worst), 6) if price else None,
+        per_question=[
+            QuestionEstimate(
+                question_id=qid,
+                cached=e.cached,
+                prompt_tokens=e.prompt_tokens,
+                exact=e.exact,
+                cost_at_most=round(e.bound(price), 6) if price else None,
+                cost_worst_case=round(b.bound(price), 6) if price else None,
+            )
             for (qid, e), b in zip(rows, worst)
         ],
-        "note": "cost_at_most: one call per question, as counted; cost_worst_case: what --max-cost admits a "
+        note="cost_at_most: one call per question, as counted; cost_worst_case: what --max-cost admits a "
         "question on (every retry, the constraint retry, prompts bounded by their bytes)",
-    }
+    )
 
 
 @dataclass

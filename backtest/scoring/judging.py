@@ -26,12 +26,14 @@ from tqdm import tqdm
 
 from backtest.core import executor
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_bytes, iter_jsonl
-from backtest.core.records import Judgment, Question, Retrieval, RetrievedDocument, parse_record
+from backtest.core.fileio import atomic_write_bytes
+from backtest.core.records import Judgment, Question, Retrieval, RetrievedDocument
+from backtest.core.runs import JudgeStats
 from backtest.core.seal import canonical_json, sha256_text
 from backtest.core.workspace import Workspace
 from backtest.judge.protocol import Judge
 from backtest.scoring.cost import Ledger
+from backtest.validity.runfolder import RunFolder
 
 PARTIAL = "judgments.partial.jsonl"
 
@@ -125,33 +127,14 @@ def judge_remote(
         handle.write(question["question_id"] + "\n")
     judge = _worker_judge(spec, root)
     docs = [RetrievedDocument.model_validate(d) for d in documents]
-    before = judge.stats()
+    before = judge_stats(judge)
     judgment = judge.judge(Question.model_validate(question), docs).model_dump(mode="json")
-    return {"judgment": judgment, "stats": stats_change(before, judge.stats())}
+    return {"judgment": judgment, "stats": (judge_stats(judge) - before).counters()}
 
 
-def _add_counters(a: dict[str, Any], b: dict[str, Any], sign: int) -> dict[str, Any]:
-    """``a + sign * b`` for a judge's counters (numbers, and dicts of numbers such as ``retry_reasons``)."""
-    out = dict(a)
-    for key, value in b.items():
-        if isinstance(value, dict):
-            merged = dict(out.get(key) or {})
-            for k, v in value.items():
-                merged[k] = merged.get(k, 0) + sign * v
-            out[key] = merged
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = out.get(key, 0) + sign * value
-    return out
-
-
-def stats_change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """``after - before`` for a judge's counters (what one task's judge did)."""
-    return _add_counters(after, before, -1)
-
-
-def stats_sum(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two judges' counters added up; what only one has is kept."""
-    return _add_counters(a, b, 1)
+def judge_stats(judge: Judge) -> JudgeStats:
+    """The judge's counters now (``Judge.stats()``), typed and summable."""
+    return JudgeStats.model_validate(judge.stats())
 
 
 @dataclass
@@ -161,7 +144,7 @@ class JudgeRun:
     judgments: list[Judgment]
     judged_now: int
     ledger: Ledger | None = None  # None: the judge has no price
-    worker_stats: dict[str, Any] = field(default_factory=dict)  # what Ray workers' judges did (added up)
+    worker_stats: JudgeStats = field(default_factory=JudgeStats)  # what Ray workers' judges did (added up)
 
     @property
     def stopped(self) -> bool:
@@ -260,7 +243,7 @@ def _finished(run_dir: Path, qids: list[str]) -> list[Judgment]:
     """The judgments of a run whose ``judgments.jsonl`` is written (CheckFailed when they are not the frozen
     set's questions in order); a partial file left by a kill between the rename and the unlink is removed."""
     final = run_dir / "judgments.jsonl"
-    rows = [parse_record(Judgment, obj, f"{final}:{n}") for n, obj in iter_jsonl(final)]
+    rows = RunFolder(run_dir).judgments
     if [j.question_id for j in rows] != qids:
         raise CheckFailed(f"{final}: its question ids do not match the frozen set's order")
     with contextlib.suppress(FileNotFoundError):
@@ -282,14 +265,13 @@ def _admit(
 
 def _progress_postfix(judge: Judge) -> Callable[[], dict[str, Any]]:
     """The progress bar's postfix: cache hits and tokens since the judge's counters were read here."""
-    stats0 = judge.stats()
+    stats0 = judge_stats(judge)
 
     def postfix() -> dict[str, Any]:
-        st = judge.stats()
+        change = judge_stats(judge) - stats0
         return {
-            "cache_hits": st.get("cache_hits", 0) - stats0.get("cache_hits", 0),
-            "tokens": (st.get("prompt_tokens", 0) + st.get("completion_tokens", 0))
-            - (stats0.get("prompt_tokens", 0) + stats0.get("completion_tokens", 0)),
+            "cache_hits": change.get("cache_hits"),
+            "tokens": change.get("prompt_tokens") + change.get("completion_tokens"),
         }
 
     return postfix
@@ -315,7 +297,7 @@ class _Dispatch:
         # a judge with an endpoint keeps its own limit on calls in flight; a CPU-bound one fills the cluster
         local = self.pool is None or self.pool.name == "local"
         self.window = concurrency if local or judge.calls_endpoint else self.pool.slots()  # type: ignore[union-attr]
-        self.worker_stats: dict[str, Any] = {}  # what Ray workers' judges did (added up)
+        self.worker_stats = JudgeStats()  # what Ray workers' judges did (added up)
         self.attempts = run_dir / ".ray-attempts"  # one line per Ray task attempt (judge_remote), this invocation's
         self.attempts.unlink(missing_ok=True)
 
@@ -334,7 +316,7 @@ class _Dispatch:
             str(self.attempts),
         )
         out: Future[Judgment] = Future()
-        self.pool.submit(judge_remote, *args).add_done_callback(lambda f: _resolve(out, f, self.worker_stats))
+        self.pool.submit(judge_remote, *args).add_done_callback(lambda f: _resolve(out, f, self))
         return out
 
     def lost(self, exc: BaseException) -> str | None:
@@ -349,7 +331,7 @@ class _Dispatch:
             self.pool.shutdown()
         if self.attempts.is_file():  # attempts beyond one per question were lost with their worker
             lines = self.attempts.read_text(encoding="utf-8").split()
-            self.worker_stats["ray_attempts_lost"] = len(lines) - len(set(lines))
+            self.worker_stats += JudgeStats(ray_attempts_lost=len(lines) - len(set(lines)))
             self.attempts.unlink()
 
 
@@ -370,9 +352,9 @@ class _Record:
 _WORKER_STATS_LOCK = threading.Lock()
 
 
-def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]], worker_stats: dict[str, Any]) -> None:
-    """Complete ``out`` with the Judgment a Ray task returned (or its error); add what its judge did to
-    ``worker_stats``. Nothing when ``out`` was cancelled meanwhile (the run stopped)."""
+def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]], dispatch: _Dispatch) -> None:
+    """Complete ``out`` with the Judgment a Ray task returned (or its error); add what its judge did to the
+    dispatch's ``worker_stats``. Nothing when ``out`` was cancelled meanwhile (the run stopped)."""
     with contextlib.suppress(InvalidStateError):  # cancelled by the driver, which no longer waits for it
         if remote.cancelled():
             out.cancel()
@@ -381,5 +363,5 @@ def _resolve(out: Future[Judgment], remote: Future[dict[str, Any]], worker_stats
         else:
             result = remote.result()
             with _WORKER_STATS_LOCK:  # Ray may run done-callbacks on more than one thread
-                worker_stats.update(stats_sum(worker_stats, result["stats"]))
+                dispatch.worker_stats += JudgeStats.model_validate(result["stats"])
             out.set_result(Judgment.model_validate(result["judgment"]))

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, PREMISE_STATUSES, Judgment, Question, Retrieval
+from backtest.core.runs import ReleaseLag, ReleaseMetrics
 from backtest.core.stats import proportion
 from backtest.scoring.outputs import LagSummary, Metrics, NeedsReview, UnknownLabels
 from backtest.text.objects import find_objects
@@ -138,7 +139,7 @@ def release_metrics(
     judgments: Sequence[Judgment],
     retrievals: Sequence[Retrieval],
     cutoff: dt.date | str,
-) -> dict[str, Any]:
+) -> ReleaseMetrics:
     """The metric fields of the reference release's ``metrics.json``, by its conventions
     (module docstring). Reproduces the release's files exactly from its labels."""
     cutoff = _as_date(cutoff)
@@ -159,29 +160,29 @@ def release_metrics(
     def rate(k: int) -> float | None:
         return round(k / n, 4) if n else None
 
-    return {
-        "cutoff_date": cutoff.isoformat(),
-        "n_questions": n,
-        "future_attention_rate": rate(len(engaged)),
-        "answered_rate": rate(counts.get("answered", 0)),
-        "partial_rate": rate(counts.get("partially_addressed", 0)),
-        "posed_but_open_rate": rate(counts.get("posed_but_open", 0)),
-        "not_addressed_rate": rate(counts.get("not_addressed", 0)),
-        "premise_refutation_rate": rate(premises.get("refuted", 0)),
-        "premise_status_counts": dict(sorted(premises.items())),
-        "mean_retrieval_support_count": round(statistics.fmean(len(j.supporting_ids) for j in engaged), 2)
+    return ReleaseMetrics(
+        cutoff_date=cutoff.isoformat(),
+        n_questions=n,
+        future_attention_rate=rate(len(engaged)),
+        answered_rate=rate(counts.get("answered", 0)),
+        partial_rate=rate(counts.get("partially_addressed", 0)),
+        posed_but_open_rate=rate(counts.get("posed_but_open", 0)),
+        not_addressed_rate=rate(counts.get("not_addressed", 0)),
+        premise_refutation_rate=rate(premises.get("refuted", 0)),
+        premise_status_counts=dict(sorted(premises.items())),
+        mean_retrieval_support_count=round(statistics.fmean(len(j.supporting_ids) for j in engaged), 2)
         if engaged
         else None,
-        "multi_source_rate": rate(sum(1 for j in labelled if j is not None and len(j.supporting_ids) >= 2)),
-        "mean_top1_retrieval_similarity": round(statistics.fmean(top1), 4) if top1 else None,
-        "first_engagement_lag_years": {
-            "mean": round(statistics.fmean(lags), 2) if lags else None,
-            "min": min(lags) if lags else None,
-            "max": max(lags) if lags else None,
-            "note": LAG_NOTE,
-        },
-        "mean_lead_time_years": None,
-    }
+        multi_source_rate=rate(sum(1 for j in labelled if j is not None and len(j.supporting_ids) >= 2)),
+        mean_top1_retrieval_similarity=round(statistics.fmean(top1), 4) if top1 else None,
+        first_engagement_lag_years=ReleaseLag(
+            mean=round(statistics.fmean(lags), 2) if lags else None,
+            min=min(lags) if lags else None,
+            max=max(lags) if lags else None,
+            note=LAG_NOTE,
+        ),
+        mean_lead_time_years=None,
+    )
 
 
 def _judgments_by_question(questions: Sequence[Question], judgments: Sequence[Judgment]) -> dict[str, Judgment]:

@@ -186,22 +186,28 @@ def question_costs(run: Run) -> dict[str, str]:
     return out
 
 
+def retriever_cells(run: Run) -> tuple[str, str]:
+    """The run's retrieval method and k as report cells ('?' where the run recorded none)."""
+    retriever = run.retriever
+    method = retriever.method if retriever and retriever.method is not None else "?"
+    return str(method), str(retriever.k if retriever and retriever.k is not None else "?")
+
+
 def contamination_lines(run: Run) -> tuple[str, list[str]]:
     """The contamination probe of a run (``RUN.json`` ``contamination``): a headline and one line per flagged
     question (``backtest.validity.contamination``); ("not run: why", []) when it could not run."""
     probe = run.contamination
     if not probe:
         return "not run (a run scored before the probe existed: `backtest contamination RUN_DIR`)", []
-    if probe.get("not_run"):
-        return f"not run: {probe['not_run']}", []
-    rate = Rate.model_validate(probe["rate"])
-    kinds = ", ".join(f"{k} {v.get('k')}" for k, v in (probe.get("by_kind") or {}).items())
+    if probe.not_run or probe.rate is None:
+        return f"not run: {probe.not_run}", []
+    kinds = ", ".join(f"{k} {v.k}" for k, v in (probe.by_kind or {}).items())
     head = (
-        f"{_fmt_rate(rate)} questions name a term found in the future corpus {probe.get('future')} and never in "
-        f"the past corpus {probe.get('past')} (by kind: {kinds}; n-grams need >= "
-        f"{(probe.get('min_future_docs') or {}).get('ngram')} future records)"
+        f"{_fmt_rate(probe.rate)} questions name a term found in the future corpus {probe.future} and never in "
+        f"the past corpus {probe.past} (by kind: {kinds}; n-grams need >= "
+        f"{(probe.min_future_docs or {}).get('ngram')} future records)"
     )
-    return head, [f"{qid}: {'; '.join(terms)}" for qid, terms in (probe.get("flagged") or {}).items()]
+    return head, [f"{qid}: {'; '.join(terms)}" for qid, terms in (probe.flagged or {}).items()]
 
 
 def judge_labels_line(judgments: Sequence[Judgment]) -> str:
@@ -232,14 +238,13 @@ def render_markdown(
     """The Markdown report. ``validity`` is the judge's validity-card line (``not validated`` when None)."""
     c = markdown_cell
     lines = [f"# Run {c(run.run_id)}: {c(run.system)} on {c(run.instance_id)}", ""]
-    judge = run.judge or {}
-    retr = run.retriever or {}
+    judge, method, k = run.judge, *retriever_cells(run)
     lines += [
         f"- frozen set: `{c(run.frozen_path)}` (seal `{c(str(run.frozen_seal)[:16])}…`)",
         f"- cutoff: {c(run.cutoff)}; questions: {len(questions)}",
-        f"- retriever: {c(retr.get('method', '?'))} (k={c(retr.get('k', '?'))})",
-        f"- judge: {c(judge.get('name'))} (model {c(judge.get('model'))}, protocol {c(judge.get('protocol'))}, "
-        f"prompt `{c(str(judge.get('prompt_sha256'))[:12])}…`, config `{c(str(judge.get('config_sha256'))[:12])}…`)",
+        f"- retriever: {c(method)} (k={c(k)})",
+        f"- judge: {c(judge.name)} (model {c(judge.model)}, protocol {c(judge.protocol)}, "
+        f"prompt `{c(str(judge.prompt_sha256)[:12])}…`, config `{c(str(judge.config_sha256)[:12])}…`)",
         f"- valid (leakage checks): {c(run.valid)}",
         f"- contamination probe: {c(contamination_lines(run)[0])}",
         f"- {c(judge_labels_line(judgments))}",
@@ -277,9 +282,7 @@ def render_markdown(
         )
     leak = run.leakage or []
     if leak:
-        lines += ["", "## Leakage checks", ""] + [
-            f"- {c.get('name')}: {c.get('status')} — {c.get('summary', c.get('reason', ''))}" for c in leak
-        ]
+        lines += ["", "## Leakage checks", ""] + [f"- {check.name}: {check.status} — {check.summary}" for check in leak]
     head, flagged = contamination_lines(run)
     lines += ["", "## Contamination probe", "", head, ""] + [f"- {markdown_cell(line)}" for line in flagged]
     return "\n".join(lines) + "\n"
@@ -316,8 +319,7 @@ def render_html(
         ("premise", bar_chart(premise_rows, "What became of their premises (premise_status)")),
         ("similarity", similarity_histogram(sims)),
     ]
-    judge = run.judge or {}
-    retr = run.retriever or {}
+    judge, method, k = run.judge, *retriever_cells(run)
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(str(run.run_id))} — backtest report</title>",
         f"<style>{_CSS}</style></head><body>",
@@ -326,11 +328,11 @@ def render_html(
         f"<li>frozen set <code>{esc(str(run.frozen_path))}</code>, "
         f"seal <code>{esc(str(run.frozen_seal)[:16])}…</code></li>",
         f"<li>cutoff {esc(str(run.cutoff))}; {n} questions</li>",
-        f"<li>retriever {esc(str(retr.get('method', '?')))}, k={esc(str(retr.get('k', '?')))}</li>",
-        f"<li>judge <b>{esc(str(judge.get('name')))}</b> (model {esc(str(judge.get('model')))}, "
-        f"protocol {esc(str(judge.get('protocol')))}, "
-        f"prompt <code>{esc(str(judge.get('prompt_sha256'))[:12])}…</code>, "
-        f"config <code>{esc(str(judge.get('config_sha256'))[:12])}…</code>)</li>",
+        f"<li>retriever {esc(method)}, k={esc(k)}</li>",
+        f"<li>judge <b>{esc(judge.name)}</b> (model {esc(str(judge.model))}, "
+        f"protocol {esc(str(judge.protocol))}, "
+        f"prompt <code>{esc(str(judge.prompt_sha256)[:12])}…</code>, "
+        f"config <code>{esc(str(judge.config_sha256)[:12])}…</code>)</li>",
         f"<li>valid (leakage checks passed): <b>{esc(str(run.valid))}</b></li>",
         f"<li>contamination probe: {esc(contamination_lines(run)[0])}</li>",
         f"<li id='judge-labels'>{esc(judge_labels_line(judgments))}</li>",
@@ -368,11 +370,7 @@ def render_html(
     leak = run.leakage or []
     if leak:
         parts.append("<h2>Leakage checks</h2><ul>")
-        parts += [
-            f"<li>{esc(str(c.get('name')))}: <b>{esc(str(c.get('status')))}</b> — "
-            f"{esc(str(c.get('summary', c.get('reason', ''))))}</li>"
-            for c in leak
-        ]
+        parts += [f"<li>{esc(check.name)}: <b>{esc(check.status)}</b> — {esc(check.summary)}</li>" for check in leak]
         parts.append("</ul>")
     head, flagged = contamination_lines(run)
     parts.append(f"<h2>Contamination probe</h2><p id='contamination'>{esc(head)}</p><ul>")

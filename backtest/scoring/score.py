@@ -36,26 +36,24 @@ from typing import Any, Callable, Sequence
 
 from backtest import __version__
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_bytes, iter_jsonl
+from backtest.core.fileio import atomic_write_bytes
 from backtest.core.records import (
     Instance,
     Judgment,
     Question,
     Retrieval,
     check_safe_name,
-    parse_record,
-    read_output,
-    write_output,
 )
+from backtest.core.runs import JudgeStats, LeakageCheck, Metrics, Run, RunCost, RunJudge, TokensTotal
 from backtest.core.seal import sha256_json
 from backtest.core.workspace import Workspace
 from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import is_compact_file, read_retrievals
 from backtest.scoring.cost import run_cost
-from backtest.scoring.judging import judge_all, judge_spec_of, n_failed, stats_sum
-from backtest.scoring.outputs import Metrics, Run, RunCost
-from backtest.scoring.runseal import check_seal, write_seal
+from backtest.scoring.judging import judge_all, judge_spec_of, judge_stats, n_failed
+from backtest.scoring.outputs import DryRun
 from backtest.submit.freeze import FrozenBundle
+from backtest.validity.runfolder import RunFolder
 
 RUN_FILES = ("RUN.json", "retrieval.jsonl", "judgments.jsonl", "metrics.json", "report.md", "report.html")
 
@@ -69,7 +67,7 @@ class ScoreResult:
     status: str  # "complete" or "already complete"
     n_questions: int
     judged_now: int = 0
-    judge_stats: dict[str, Any] = field(default_factory=dict)
+    judge_stats: JudgeStats = field(default_factory=JudgeStats)
     metrics: Metrics | None = None
     valid: bool | None = None
     cost: RunCost | None = None  # RUN.json's cost block
@@ -99,17 +97,17 @@ def default_run_id(judge_name: str, settings: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- hooks
 
 
-def leakage_hook(run_dir: Path, ws: Workspace) -> tuple[bool, list[dict[str, Any]]]:
+def leakage_hook(run_dir: Path, ws: Workspace) -> tuple[bool, list[LeakageCheck]]:
     """Run the mechanical leakage checks (``backtest.validity.leakage.check_run``) on a run folder.
 
     Returns ``(valid, leakage)``: ``valid`` is False when any check failed. Runs after
     retrieval.jsonl and judgments.jsonl are final; the result goes into RUN.json and
     metrics.json.
     """
-    from backtest.validity.leakage import check_run, leakage_record
+    from backtest.validity.leakage import check_run, leakage_checks
 
-    record = leakage_record(check_run(run_dir, ws))
-    return bool(record["valid"]), record["leakage"]
+    results = check_run(run_dir, ws)
+    return all(r.passed for r in results), leakage_checks(results)
 
 
 def _metrics(
@@ -132,36 +130,26 @@ def sibling_retrieval(run_dir: Path, settings: dict[str, Any]) -> Path | None:
     parent = run_dir.parent
     if not parent.is_dir():
         return None
-    for other in sorted(p for p in parent.iterdir() if p.is_dir() and p != run_dir):
+    for other in (RunFolder(p) for p in sorted(parent.iterdir()) if p.is_dir() and p != run_dir):
         try:
-            meta = read_output(Run, other / "RUN.json")
+            meta = other.run
         except BadInput:
             continue
-        if meta.status != "complete" or not (other / "retrieval.jsonl").is_file():
+        if meta.status != "complete" or not other.has("retrieval.jsonl"):
             continue
         theirs = meta.run_settings or {}
         if {k: theirs.get(k) for k in same} == same:
-            return other / "retrieval.jsonl"
+            return other.file("retrieval.jsonl")
     return None
 
 
 def load_run_files(run_dir: Path) -> tuple[Run, list[Retrieval], list[Judgment], Metrics]:
     """RUN.json, retrievals (with their text, re-cut from the sealed corpus for a compact run), judgments and
     metrics of a finished run."""
-    run_dir = Path(run_dir)
-    if not (run_dir / "RUN.json").is_file():
-        raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
-    check_seal(run_dir)
-    run = read_output(Run, run_dir / "RUN.json")
-    for name in ("retrieval.jsonl", "judgments.jsonl", "metrics.json"):
-        if not (run_dir / name).is_file():
-            raise BadInput(f"{run_dir}: {name} is missing (is the run complete? rerun `backtest score`)")
-    retrievals = read_retrievals(run_dir / "retrieval.jsonl", run.instance_id)
-    judgments = [
-        parse_record(Judgment, o, f"{run_dir / 'judgments.jsonl'}:{n}")
-        for n, o in iter_jsonl(run_dir / "judgments.jsonl")
-    ]
-    return run, retrievals, judgments, read_output(Metrics, run_dir / "metrics.json")
+    folder = RunFolder.open(run_dir).check_seal()
+    run = folder.run
+    folder.require("retrieval.jsonl", "judgments.jsonl", "metrics.json")
+    return run, folder.retrievals(), folder.judgments, folder.metrics
 
 
 @dataclass
@@ -236,9 +224,7 @@ def prepare(
     return Prepared(frozen_path, bundle, instance, judge, settings, sha256_json(settings), run_id, run_dir)
 
 
-def dry_run(
-    frozen_path: str | Path, ws: Workspace, judge_spec: str | None = None, progress: bool = False
-) -> dict[str, Any]:
+def dry_run(frozen_path: str | Path, ws: Workspace, judge_spec: str | None = None, progress: bool = False) -> DryRun:
     """``score --dry-run``: what scoring would call and cost (:func:`~backtest.scoring.cost.estimate_questions`);
     retrieves in memory when no run has, writes nothing and calls no judge."""
     from backtest.scoring.cost import estimate_questions
@@ -246,14 +232,14 @@ def dry_run(
     prep = prepare(frozen_path, ws, judge_spec)
     retrievals = prep.retrievals(ws, progress=progress, write=False)
     estimate = estimate_questions(prep.judge, prep.questions, [r.documents for r in retrievals])
-    return {
-        "frozen_path": ws.relative(prep.frozen_path),
-        "instance_id": prep.instance.instance_id,
-        "system": prep.bundle.frozen.system,
-        "judge": prep.judge.name,
-        "run_id": prep.run_id,
-        **estimate,
-    }
+    return DryRun(
+        frozen_path=ws.relative(prep.frozen_path),
+        instance_id=prep.instance.instance_id,
+        system=prep.bundle.frozen.system,
+        judge=prep.judge.name,
+        run_id=prep.run_id,
+        **dict(estimate),
+    )
 
 
 def score_frozen(
@@ -280,11 +266,11 @@ def score_frozen(
     frozen_path, bundle, instance, judge = prep.frozen_path, prep.bundle, prep.instance, prep.judge
     settings, settings_sha, run_id, run_dir = prep.settings, prep.settings_sha, prep.run_id, prep.run_dir
     system = bundle.frozen.system
-    run_json = run_dir / "RUN.json"
+    folder = RunFolder(run_dir)
     questions = prep.questions
     started = _now()
-    if run_json.is_file():
-        existing = read_output(Run, run_json)
+    if folder.has("RUN.json"):
+        existing = folder.run
         if existing.settings_sha256 != settings_sha:
             raise BadInput(
                 f"{run_dir} holds a run with other settings (judge, retriever or frozen set); runs are never "
@@ -296,7 +282,7 @@ def score_frozen(
                 run_id,
                 "already complete",
                 len(questions),
-                metrics=read_output(Metrics, run_dir / "metrics.json"),
+                metrics=folder.metrics,
                 valid=existing.valid,
                 cost=existing.cost,
             )
@@ -315,7 +301,7 @@ def score_frozen(
         frozen_version=bundle.frozen.version,
         n_questions=len(questions),
         retriever=None,
-        judge={**judge.info().model_dump(mode="json"), "spec": judge_spec_of(judge, ws)},
+        judge=RunJudge(**judge.info().model_dump(mode="json"), spec=judge_spec_of(judge, ws)),
         judge_settings=judge.settings(),
         settings_sha256=settings_sha,
         run_settings=settings,
@@ -323,13 +309,13 @@ def score_frozen(
         valid=None,
         leakage=[],
     )
-    write_output(run_json, Run, run)
+    folder.write_run(run)
 
     retrievals = prep.retrievals(ws, progress=progress)
     retriever = (
         {**retrievals[0].retriever, "k": retrievals[0].k} if retrievals else instance.retrieval.model_dump(mode="json")
     )
-    run = run.model_copy(update={"retriever": retriever})
+    run = run.updated(retriever=retriever)
 
     outcome = judge_all(
         judge,
@@ -347,15 +333,13 @@ def score_frozen(
     spent = outcome.ledger.spent if outcome.ledger else None
     if outcome.stopped and not n_failed(judgments):
         assert outcome.ledger is not None
-        run = run.model_copy(
-            update={
-                "status": "incomplete",
-                "judged_last_invocation": judged_now,
-                "judge_stats_last_invocation": stats_sum(judge.stats(), outcome.worker_stats),
-                "cost": run_cost(judgments, price, spent),
-            }
+        run = run.updated(
+            status="incomplete",
+            judged_last_invocation=judged_now,
+            judge_stats_last_invocation=judge_stats(judge) + outcome.worker_stats,
+            cost=run_cost(judgments, price, spent),
         )
-        write_output(run_json, Run, run)
+        folder.write_run(run)
         currency = price.currency if price else ""
         if outcome.ledger.overrun:
             raise CheckFailed(
@@ -371,15 +355,13 @@ def score_frozen(
         )
     failed = n_failed(judgments)
     if failed:
-        run = run.model_copy(
-            update={
-                "status": "incomplete",
-                "n_judge_failed": failed,
-                "judged_last_invocation": judged_now,
-                "judge_stats_last_invocation": stats_sum(judge.stats(), outcome.worker_stats),
-            }
+        run = run.updated(
+            status="incomplete",
+            n_judge_failed=failed,
+            judged_last_invocation=judged_now,
+            judge_stats_last_invocation=judge_stats(judge) + outcome.worker_stats,
         )
-        write_output(run_json, Run, run)
+        folder.write_run(run)
         reasons = [f"{j.question_id}: {j.needs_review[0]}" for j in judgments if j.failed]
         raise CheckFailed(
             f"{failed} of {len(questions)} judgments failed (the judge gave no usable answer); the run "
@@ -391,28 +373,26 @@ def score_frozen(
 
     contamination = contamination_hook(run_dir, questions, instance, ws, bundle.frozen)  # contamination.json
     metrics = _metrics(questions, judgments, retrievals, instance.cutoff)
-    metrics = metrics.model_copy(update={"run_id": run_id, "valid": valid, "leakage": leakage})
-    write_output(run_dir / "metrics.json", Metrics, metrics)
-    stats = stats_sum(judge.stats(), outcome.worker_stats)
-    run = run.model_copy(
-        update={
-            "status": "complete",
-            "finished_at": _now(),
-            "valid": valid,
-            "leakage": leakage,
-            "contamination": contamination,
-            "n_needs_review": sum(1 for j in judgments if j.needs_review),
-            "judge_stats_last_invocation": stats,
-            "judged_last_invocation": judged_now,
-            "tokens_total": {
-                "prompt_tokens": sum(j.tokens.get("prompt_tokens", 0) for j in judgments),
-                "completion_tokens": sum(j.tokens.get("completion_tokens", 0) for j in judgments),
-            },
-            "cost": run_cost(judgments, price, spent),
-        }
+    metrics = metrics.updated(run_id=run_id, valid=valid, leakage=leakage)
+    folder.write_metrics(metrics)
+    stats = judge_stats(judge) + outcome.worker_stats
+    run = run.updated(
+        status="complete",
+        finished_at=_now(),
+        valid=valid,
+        leakage=leakage,
+        contamination=contamination,
+        n_needs_review=sum(1 for j in judgments if j.needs_review),
+        judge_stats_last_invocation=stats,
+        judged_last_invocation=judged_now,
+        tokens_total=TokensTotal(
+            prompt_tokens=sum(j.tokens.get("prompt_tokens", 0) for j in judgments),
+            completion_tokens=sum(j.tokens.get("completion_tokens", 0) for j in judgments),
+        ),
+        cost=run_cost(judgments, price, spent),
     )
-    validity = run_validity(ws, run.judge)["line"]
+    validity = run_validity(ws, run.judge).line
     write_reports(run_dir, run, questions, retrievals, judgments, metrics, validity)
-    write_output(run_json, Run, run)
-    write_seal(run_dir, run_id)
+    folder.write_run(run)
+    folder.write_seal(run_id)
     return ScoreResult(run_dir, run_id, "complete", len(questions), judged_now, stats, metrics, valid, run.cost)

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backtest.core.records import read_output
 from backtest.core.workspace import Workspace
-from backtest.scoring.outputs import Metrics
 from backtest.scoring.score import ScoreResult, score_frozen
 from backtest.studies.outputs import StudyRates
 from backtest.submit.freeze import freeze_once
+from backtest.validity.runfolder import RunFolder
 
 
 def freeze_or_reuse(
@@ -41,7 +40,7 @@ def score(
 
 def rates_of_run(run_dir: str | Path) -> StudyRates:
     """Coverage, answered and premise-refuted rates (k, n, rate, 95% interval) from the run's metrics.json."""
-    metrics = read_output(Metrics, Path(run_dir) / "metrics.json")
+    metrics = RunFolder(run_dir).metrics
     return StudyRates(
         n=metrics.n_questions,
         coverage=metrics.coverage,

@@ -34,13 +34,13 @@ from typing import Any
 
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, iter_jsonl
-from backtest.core.records import Retrieval, output_dict, parse_record, read_output
+from backtest.core.records import Retrieval, output_bytes, parse_record
+from backtest.core.runs import Run
 from backtest.core.workspace import Workspace
 from backtest.judge.protocol import Judge
 from backtest.retrieve.compact import compact_retrieval
-from backtest.scoring.outputs import Run
-from backtest.scoring.runseal import SEAL_FILE, SEALED, seal_bytes
 from backtest.studies.release_compare import Difference, changed_files, compare_run_files
+from backtest.validity.runfolder import SEAL_FILE, SEALED, RunFolder, seal_bytes
 
 COMPACT = "compact-v1"  # RUN.json "compact": the form below (its version, should it change)
 VOLATILE_RUN_KEYS = (
@@ -61,22 +61,23 @@ def _jsonl(rows: list[dict[str, Any]]) -> bytes:
 def compact_files(run_dir: Path) -> dict[str, bytes]:
     """The compact form of a complete run folder (module docstring), as file name -> bytes."""
     run_dir = Path(run_dir)
-    run = read_output(Run, run_dir / "RUN.json")
+    folder = RunFolder.open(run_dir)
+    run = folder.run
     if is_compact(run):  # as they are, sealed again (a run compacted before seals gains its SEAL.json)
         files = {name: (run_dir / name).read_bytes() for name in SEALED if (run_dir / name).is_file()}
         return {**files, SEAL_FILE: seal_bytes(run.run_id, files)}
     if run.status != "complete":
         raise BadInput(f"{run_dir}: not a complete run (status {run.status!r}); score it to the end first")
-    slim = {k: v for k, v in output_dict(run).items() if k not in VOLATILE_RUN_KEYS}
-    if isinstance(slim.get("cost"), dict):
-        slim["cost"] = {k: v for k, v in slim["cost"].items() if k != "spent_last_invocation"}
-    slim["compact"] = COMPACT
+    kept = run.model_dump(exclude_unset=True, exclude=set(VOLATILE_RUN_KEYS))
+    if run.cost is not None:
+        kept["cost"] = run.cost.model_dump(exclude_unset=True, exclude={"spent_last_invocation"})
+    slim = Run.model_validate({**kept, "compact": COMPACT})
     retrievals = []
     for n, row in iter_jsonl(run_dir / "retrieval.jsonl"):
         parse_record(Retrieval, row, f"{run_dir / 'retrieval.jsonl'}:{n}")
         retrievals.append(compact_retrieval(row))
     files = {
-        "RUN.json": (json.dumps(slim, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode(),
+        "RUN.json": output_bytes(slim),
         "judgments.jsonl": (run_dir / "judgments.jsonl").read_bytes(),
         "metrics.json": (run_dir / "metrics.json").read_bytes(),
         "retrieval.jsonl": _jsonl(retrievals),
@@ -109,7 +110,7 @@ def committed_runs(ws: Workspace) -> list[Path]:
     found = []
     for path in sorted(ws.results.glob("*/*/*/RUN.json")):
         with contextlib.suppress(BadInput):
-            if is_compact(read_output(Run, path)):
+            if is_compact(RunFolder(path.parent).run):
                 found.append(path.parent)
     return found
 
@@ -148,16 +149,16 @@ def replay_judge(run: Run, run_dir: Path, ws: Workspace, allow_endpoint: bool = 
     (the offline judge's: its weights' and model's) must be the run's ``judge.config_sha256``."""
     from backtest.judge import get_judge
 
-    spec = run.judge.get("spec")
+    spec = run.judge.spec
     if not spec:
         raise BadInput(f"{run_dir}/RUN.json: names no judge (judge.spec); it cannot be replayed")
-    judge = get_judge(str(spec), ws)
+    judge = get_judge(spec, ws)
     if judge.calls_endpoint and not allow_endpoint:
         raise BadInput(
             f"{run_dir}/RUN.json: its judge {spec} calls an endpoint; a replay calls none unless told to "
             "(--allow-endpoint), since a committed RUN.json can name any judge config"
         )
-    recorded, now = run.judge.get("config_sha256"), judge.info().config_sha256
+    recorded, now = run.judge.config_sha256, judge.info().config_sha256
     if recorded != now:
         raise CheckFailed(
             f"{run_dir}/RUN.json: its judge {spec} is not the one the run was judged with (config sha256 "
@@ -174,7 +175,7 @@ def replay(ws: Workspace, write: bool = False, progress: bool = False, allow_end
     results = []
     runs = committed_runs(ws)
     with scratch_workspace(ws) as scratch:
-        metas = [read_output(Run, run_dir / "RUN.json") for run_dir in runs]
+        metas = [RunFolder.open(run_dir).run for run_dir in runs]
         judges = [replay_judge(run, run_dir, scratch, allow_endpoint) for run, run_dir in zip(metas, runs)]
         for run_dir, run, judge in zip(runs, metas, judges):
             scored = score_frozen(

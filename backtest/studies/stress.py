@@ -30,14 +30,14 @@ from typing import Any
 
 from backtest.core.errors import BacktestError, BadInput
 from backtest.core.fileio import atomic_write_text
-from backtest.core.records import Instance, RetrievalSettings, check_safe_name, read_output, write_output
+from backtest.core.records import Instance, RetrievalSettings, check_safe_name, write_output
 from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_or_reuse, load_manifest
 from backtest.corpus.instance import create_instance, load_instance
 from backtest.scoring.metrics import format_rate
-from backtest.scoring.outputs import Run
 from backtest.studies.outputs import Stress
 from backtest.studies.pipeline import freeze_or_reuse, rates_of_run, score
+from backtest.validity.runfolder import RunFolder
 
 RATE_KEYS = ("coverage", "answered", "refuted")
 INTERVAL = "exact Clopper-Pearson 95% (backtest.core.stats.proportion)"
@@ -172,7 +172,7 @@ def run_stress(opts: StressOptions, ws: Workspace, progress=None) -> dict[str, A
                 if progress:
                     progress(row)
                 continue
-            run_info = read_output(Run, Path(run_dir) / "RUN.json")
+            run_info = RunFolder.open(run_dir).run
             row.update(
                 status="scored",
                 frozen=ws.relative(frozen),
@@ -256,17 +256,16 @@ def stress_from_runs(
     seen: dict[tuple[str, str], str] = {}
     judges, retrievers = set(), set()
     for run_dir in map(Path, run_dirs):
-        if not (run_dir / "RUN.json").is_file():
-            raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
-        run = read_output(Run, run_dir / "RUN.json")
+        run = RunFolder.open(run_dir).run
         key = (run.system, run.instance_id)
         if key in seen:
             raise BadInput(f"{run_dir}: a second run of {key[0]} on {key[1]} (first: {seen[key]})")
         seen[key] = str(run_dir)
         instance = _instance_of(run_dir, run.instance_id, ws)
-        judges.add(str(run.judge.get("name") or "unknown judge"))
-        retriever = run.retriever or {}
-        retrievers.add(" ".join(str(retriever[k]) for k in ("method", "model") if retriever.get(k)) or "none recorded")
+        judges.add(run.judge.name or "unknown judge")
+        retriever = run.retriever
+        named = [value for value in (retriever.method, retriever.model) if value] if retriever else []
+        retrievers.add(" ".join(named) or "none recorded")
         future = instance.future
         rows.append(
             {

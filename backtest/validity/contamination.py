@@ -74,8 +74,9 @@ from pydantic import BaseModel
 
 from backtest.core.caches import shared_cache
 from backtest.core.errors import BacktestError, BadInput, CheckFailed
-from backtest.core.fileio import atomic_writer, read_json
+from backtest.core.fileio import atomic_writer
 from backtest.core.records import Instance, Question, write_output
+from backtest.core.runs import ContaminationSummary
 from backtest.core.seal import sha256_json
 from backtest.core.stats import proportion
 from backtest.core.workspace import Workspace
@@ -85,6 +86,7 @@ from backtest.text.lexicon import INSTRUMENTS
 from backtest.text.objects import find_objects
 from backtest.text.terms import GENERIC_TERMS, stem
 from backtest.validity.outputs import ContaminationReport, FlaggedTerm, QuestionProbe
+from backtest.validity.runfolder import CONTAMINATION_FILE, RunFolder
 
 DEFINITION_VERSION = "1"
 KINDS = ("object", "name", "ngram")
@@ -103,7 +105,6 @@ QUESTION_FIELDS = (
     "supporting_result",
     "falsifying_result",
 )
-CONTAMINATION_FILE = "contamination.json"
 MAX_LISTED = 20
 
 #: The extraction rules in one line; hashed into every index key, so a change of rule rebuilds the indexes.
@@ -553,14 +554,7 @@ def probe_frozen(frozen_path: str | Path, ws: Workspace) -> ContaminationReport:
 
 def frozen_of_run(run_dir: str | Path, ws: Workspace) -> Path:
     """The frozen set folder a run folder (``RUN.json``) names."""
-    run_json = Path(run_dir) / "RUN.json"
-    if not run_json.is_file():
-        raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
-    run = read_json(run_json)
-    if not isinstance(run, dict) or not isinstance(run.get("frozen_path"), str):
-        raise BadInput(f"{run_json}: names no frozen_path")
-    frozen = Path(run["frozen_path"])
-    return frozen if frozen.is_absolute() else ws.root / frozen
+    return RunFolder.open(run_dir).frozen_path(ws)
 
 
 def probe_path(path: str | Path, ws: Workspace) -> ContaminationReport:
@@ -573,18 +567,18 @@ def probe_path(path: str | Path, ws: Workspace) -> ContaminationReport:
     raise BadInput(f"{path}: neither a frozen set (FROZEN.json) nor a run folder (RUN.json)")
 
 
-def summary(report: ContaminationReport, file: str | None = CONTAMINATION_FILE) -> dict[str, Any]:
+def summary(report: ContaminationReport, file: str | None = CONTAMINATION_FILE) -> ContaminationSummary:
     """The compact form ``RUN.json`` carries and reports render: rate, by kind, flagged terms per question."""
-    return {
-        "rate": report.rate.model_dump(mode="json"),
-        "by_kind": {k: r.model_dump(mode="json") for k, r in report.by_kind.items()},
-        "min_future_docs": report.definition["min_future_docs"],
-        "definition_version": report.definition["version"],
-        "past": report.past["corpus_id"],
-        "future": report.future["corpus_id"],
-        "flagged": {p.question_id: [f"{f.kind}: {f.term}" for f in p.flagged] for p in report.questions if p.flagged},
+    return ContaminationSummary(
+        rate=report.rate,
+        by_kind=report.by_kind,
+        min_future_docs=report.definition["min_future_docs"],
+        definition_version=report.definition["version"],
+        past=report.past["corpus_id"],
+        future=report.future["corpus_id"],
+        flagged={p.question_id: [f"{f.kind}: {f.term}" for f in p.flagged] for p in report.questions if p.flagged},
         **({"file": file} if file else {}),
-    }
+    )
 
 
 def write_report(path: str | Path, report: ContaminationReport) -> Path:
@@ -592,15 +586,17 @@ def write_report(path: str | Path, report: ContaminationReport) -> Path:
     return write_output(path, ContaminationReport, report.model_dump(mode="json"))
 
 
-def run_hook(run_dir: Path, questions: Sequence[Question], instance: Instance, ws: Workspace, frozen: Any) -> dict:
+def run_hook(
+    run_dir: Path, questions: Sequence[Question], instance: Instance, ws: Workspace, frozen: Any
+) -> ContaminationSummary:
     """For ``backtest score``: probe the run's frozen set, write ``contamination.json`` into the run folder and
     return :func:`summary` for ``RUN.json``; a probe that cannot run is recorded (``not_run``), never fatal."""
     try:
         report = probe_set(questions, instance, ws, frozen.system, None, frozen.seal)
     except BacktestError as exc:
-        return {"not_run": exc.message}
+        return ContaminationSummary(not_run=exc.message)
     except Exception as exc:  # noqa: BLE001 - a probe failure is recorded in RUN.json and the report, never fatal
-        return {"not_run": f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"}
+        return ContaminationSummary(not_run=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}")
     write_report(Path(run_dir) / CONTAMINATION_FILE, report)
     return summary(report)
 

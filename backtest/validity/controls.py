@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 from backtest.core import stats
 from backtest.core.errors import BadInput
-from backtest.core.fileio import atomic_write_text, write_json, write_jsonl
+from backtest.core.fileio import atomic_write_text, write_jsonl
 from backtest.core.records import (
     ENGAGED_OUTCOMES,
     Judgment,
@@ -49,10 +49,12 @@ from backtest.core.records import (
     RetrievedDocument,
     write_output,
 )
+from backtest.core.runs import ControlOf, Run, RunJudge
 from backtest.core.workspace import Workspace
 from backtest.judge.protocol import Judge
 from backtest.validity.leakage import RunData, load_run
 from backtest.validity.outputs import ControlReport
+from backtest.validity.runfolder import RunFolder
 
 CONTROL_KINDS = ("mismatch", "rerun", "prompt")
 FIELDS = ("outcome", "premise_status")
@@ -123,17 +125,13 @@ def run_judge_spec(run: RunData) -> str:
     Read from RUN.json (``judge.spec``/``judge.config``; ``judge_settings.kind == "offline"``),
     else the instance's judge config, else the judges' name (``judges/<name>.toml``).
     """
-    meta = run.meta
-    info = meta.get("judge")
-    if isinstance(info, str) and info:
-        return info
-    info = info if isinstance(info, dict) else {}
-    for key in ("spec", "config", "config_path"):
-        if isinstance(info.get(key), str) and info[key]:
-            return info[key]
+    header = run.header
+    info = header.judge if header else None
+    if info is not None and info.spec:
+        return info.spec
     names = sorted({j.judge.name for j in run.judgments})
-    name = info.get("name") or (names[0] if len(names) == 1 else None)
-    if (meta.get("judge_settings") or {}).get("kind") == "offline" or name == "offline":
+    name = (info.name if info else None) or (names[0] if len(names) == 1 else None)
+    if ((header.judge_settings if header else None) or {}).get("kind") == "offline" or name == "offline":
         return "offline"
     if run.instance.judge.config and Path(run.instance.judge.config).stem == name:
         return run.instance.judge.config
@@ -190,22 +188,22 @@ def _write_control(
     final = control_dir(run_dir, name)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=run_dir.parent))
     try:
-        meta = {
-            key: run.meta.get(key)
-            for key in (
-                "schema_version",
-                "instance_id",
-                "instance_seal",
-                "system",
-                "frozen_path",
-                "frozen_seal",
-                "retriever",
-            )
-        }
-        meta.update(
+        original = run.header
+        if original is None:
+            raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
+        meta = Run(
+            schema_version=original.schema_version,
+            instance_id=original.instance_id,
+            instance_seal=original.instance_seal,
+            system=original.system,
+            frozen_path=original.frozen_path,
+            frozen_seal=original.frozen_seal,
+            retriever=original.retriever,
             run_id=final.name,
-            judge={"spec": result["judge_spec"], **judge.info().model_dump(mode="json"), "settings": judge.settings()},
-            control={"kind": result["kind"], "of_run": str(run_dir), "of_run_id": run.meta.get("run_id")},
+            judge=RunJudge(
+                spec=result["judge_spec"], **judge.info().model_dump(mode="json"), settings=judge.settings()
+            ),
+            control=ControlOf(kind=result["kind"], of_run=str(run_dir), of_run_id=original.run_id),
             n_questions=len(judgments),
             created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         )
@@ -213,7 +211,7 @@ def _write_control(
         write_jsonl(tmp / "judgments.jsonl", [j.model_dump(mode="json") for j in judgments])
         write_output(tmp / "control.json", ControlReport, result)
         atomic_write_text(tmp / "control.md", text)
-        write_json(tmp / "RUN.json", meta)
+        RunFolder(tmp).write_run(meta)
         os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -31,12 +31,14 @@ from typing import Any, Callable
 
 from backtest.core.errors import BadInput
 from backtest.core.fileio import iter_jsonl, read_json
-from backtest.core.records import Instance, Judgment, Question, Retrieval, parse_record
+from backtest.core.records import Instance, Judgment, Question, Retrieval, output_dict, parse_record
+from backtest.core.runs import LeakageCheck, Run
 from backtest.core.workspace import Workspace
 from backtest.corpus.build import load_manifest, verify_corpus
 from backtest.corpus.sources import arxiv_id_month
 from backtest.corpus.store import CorpusStore
 from backtest.submit.gates import normalise_id
+from backtest.validity.runfolder import RunFolder
 
 MAX_LISTED = 20
 
@@ -50,15 +52,19 @@ class CheckResult:
     summary: str
     offenders: list[str] = field(default_factory=list)
 
+    def record(self) -> LeakageCheck:
+        """The check as ``RUN.json`` and ``metrics.json`` carry it (offender list capped, with the full count)."""
+        return LeakageCheck(
+            name=self.name,
+            status="passed" if self.passed else "failed",
+            summary=self.summary,
+            n_offenders=len(self.offenders),
+            offenders=self.offenders[:MAX_LISTED],
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form (offender list capped, with the full count)."""
-        return {
-            "name": self.name,
-            "status": "passed" if self.passed else "failed",
-            "summary": self.summary,
-            "n_offenders": len(self.offenders),
-            "offenders": self.offenders[:MAX_LISTED],
-        }
+        """JSON-ready form of :meth:`record`."""
+        return output_dict(self.record())
 
 
 @dataclass
@@ -71,7 +77,7 @@ class RunData:
     judgments: list[Judgment]
     frozen_path: Path | None
     ws: Workspace
-    meta: dict[str, Any] = field(default_factory=dict)
+    header: Run | None = None  # the run's RUN.json (None: checks run on files that are not a run folder)
     stores: dict[str, CorpusStore | None] = field(default_factory=dict)
     store_errors: dict[str, str] = field(default_factory=dict)
 
@@ -257,13 +263,12 @@ def check_integrity(run: RunData) -> CheckResult:
             frozen_seal = read_json(frozen_file).get("seal")
         except (BadInput, AttributeError):
             frozen_seal = None  # is_frozen_and_intact above already names the problem
-        if run.meta.get("frozen_seal") and run.meta["frozen_seal"] != frozen_seal:
-            bad.append(f"RUN.json frozen_seal {str(run.meta['frozen_seal'])[:12]}… is not the seal of {frozen_file}")
-    if run.meta.get("instance_seal") and run.meta["instance_seal"] != run.instance.seal:
-        bad.append(
-            f"RUN.json instance_seal {str(run.meta['instance_seal'])[:12]}… "
-            f"is not instance {run.instance.instance_id}'s seal"
-        )
+        recorded = run.header.frozen_seal if run.header else None
+        if recorded and recorded != frozen_seal:
+            bad.append(f"RUN.json frozen_seal {recorded[:12]}… is not the seal of {frozen_file}")
+    recorded = run.header.instance_seal if run.header else None
+    if recorded and recorded != run.instance.seal:
+        bad.append(f"RUN.json instance_seal {recorded[:12]}… is not instance {run.instance.instance_id}'s seal")
     for role, ref in (("past", run.instance.past), ("future", run.instance.future)):
         if ref is None:
             bad.append(f"{role}: no corpus")
@@ -291,12 +296,6 @@ CHECKS: list[Callable[[RunData], CheckResult]] = [
 ]
 
 
-def _read_records(path: Path, model) -> list:
-    if not path.is_file():
-        return []
-    return [parse_record(model, obj, f"{path}:{n}") for n, obj in iter_jsonl(path)]
-
-
 def load_run(run_dir: Path, ws: Workspace, with_text: bool = False) -> RunData:
     """Load a run folder (``RUN.json``, ``retrieval.jsonl``, ``judgments.jsonl``) and its frozen questions.
 
@@ -304,32 +303,25 @@ def load_run(run_dir: Path, ws: Workspace, with_text: bool = False) -> RunData:
     compact run's document text from the sealed corpus, or refuses (:func:`~backtest.retrieve.compact.read_retrievals`).
     """
     from backtest.corpus.instance import load_instance
-    from backtest.retrieve.compact import read_retrievals
 
-    run_dir = Path(run_dir)
-    meta_path = run_dir / "RUN.json"
-    if not meta_path.is_file():
-        raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
-    meta = read_json(meta_path)
-    if not isinstance(meta, dict) or not isinstance(meta.get("instance_id"), str):
-        raise BadInput(f"{meta_path}: a run record needs an instance_id")
-    instance = load_instance(meta["instance_id"], ws)
-    frozen_path = Path(meta["frozen_path"]) if meta.get("frozen_path") else None
-    if frozen_path is not None and not frozen_path.is_absolute():
-        frozen_path = ws.root / frozen_path
-    questions = _read_records(frozen_path / "questions.jsonl", Question) if frozen_path else []
+    folder = RunFolder.open(run_dir)
+    header = folder.run
+    instance = load_instance(header.instance_id, ws)
+    frozen_path = folder.frozen_path(ws) if header.frozen_path else None
+    questions_file = frozen_path / "questions.jsonl" if frozen_path else None
+    questions = (
+        [parse_record(Question, obj, f"{questions_file}:{n}") for n, obj in iter_jsonl(questions_file)]
+        if questions_file and questions_file.is_file()
+        else []
+    )
     return RunData(
         instance=instance,
         questions=questions,
-        retrievals=(
-            read_retrievals(run_dir / "retrieval.jsonl", meta["instance_id"], ws)
-            if with_text and (run_dir / "retrieval.jsonl").is_file()
-            else _read_records(run_dir / "retrieval.jsonl", Retrieval)
-        ),
-        judgments=_read_records(run_dir / "judgments.jsonl", Judgment),
+        retrievals=folder.retrievals(ws, text=with_text),
+        judgments=folder.judgments,
         frozen_path=frozen_path,
         ws=ws,
-        meta=meta,
+        header=header,
     )
 
 
@@ -343,8 +335,13 @@ def check_run(run_dir: Path, ws: Workspace) -> list[CheckResult]:
     return run_checks(load_run(run_dir, ws))
 
 
+def leakage_checks(results: list[CheckResult]) -> list[LeakageCheck]:
+    """The checks as RUN.json and metrics.json carry them (``leakage``; ``valid`` is whether all passed)."""
+    return [r.record() for r in results]
+
+
 def leakage_record(results: list[CheckResult]) -> dict[str, Any]:
-    """``{"valid": bool, "leakage": [check dicts]}``: what RUN.json and metrics.json carry."""
+    """``{"valid": bool, "leakage": [check dicts]}``: what ``backtest leakage --json`` prints."""
     return {"valid": all(r.passed for r in results), "leakage": [r.as_dict() for r in results]}
 
 

@@ -52,7 +52,10 @@ class QuestionProbe(BaseModel):
 
 
 class ContaminationReport(Output):
-    """``contamination.json``: the probe's per-question flags and per-set rate for one frozen set."""
+    """``contamination.json``: the probe's per-question flags and per-set rate for one frozen set. Unknown
+    fields are refused, as in every file of a run folder (:mod:`backtest.core.runs`)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     kind: Literal["contamination"] = "contamination"
     instance_id: str

@@ -9,12 +9,11 @@ from typing import Any
 
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.fileio import atomic_write_bytes, atomic_write_text, read_json
-from backtest.core.records import Instance, Window, read_output, write_output
+from backtest.core.records import Instance, Window, write_output
 from backtest.core.seal import sha256_file, with_seal
 from backtest.core.workspace import Workspace
 from backtest.corpus.build import BuildOptions, build_or_reuse, load_manifest
 from backtest.corpus.instance import create_instance, load_instance
-from backtest.scoring.outputs import Run
 from backtest.studies.outputs import Grade, GradeNote
 from backtest.studies.pipeline import freeze_or_reuse, rates_of_run, score
 from backtest.studies.prospective.commit import judge_identity, judge_path, retrieval_fingerprint, utc_now
@@ -27,6 +26,7 @@ from backtest.studies.prospective.records import (
 )
 from backtest.studies.prospective.render import render_grade
 from backtest.studies.prospective.verify import verify_folder
+from backtest.validity.runfolder import RunFolder
 
 
 def load_verified_commitment(folder: str | Path) -> tuple[Commitment, Instance]:
@@ -281,7 +281,7 @@ def grade(
                 "graded_run": (dest.relative_to(folder)).as_posix(),
                 "run": str(run_dir),
                 "frozen": str(frozen),
-                "valid": read_output(Run, run_dir / "RUN.json").valid,
+                "valid": RunFolder.open(run_dir).run.valid,
                 **rates_of_run(run_dir).model_dump(mode="json"),
             }
         )
