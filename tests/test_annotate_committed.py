@@ -19,7 +19,9 @@ VALIDATION = Path(__file__).resolve().parents[1] / "judges" / "validation"
 SETS = sorted(
     d.name
     for d in VALIDATION.iterdir()
-    if (d / "decode.json").is_file() and (d / "labels" / "reader_a.jsonl").is_file()
+    if (d / "decode.json").is_file()
+    and (d / "labels" / "reader_a.jsonl").is_file()
+    and json.loads((d / "decode.json").read_text()).get("kind") in ("items", "pairs")  # not the reading studies
 )
 
 

@@ -44,7 +44,7 @@ def _rewrite(run_dir, edit) -> None:
 
 
 def test_every_committed_run_is_sealed_and_verifies(capsys):
-    assert len(COMMITTED) == 12  # the reference release's 10 and the gated evidence_graph's two (issue 40)
+    assert len(COMMITTED) == 14  # the reference release's 10 and the gated evidence_graph's four (issue 40)
     for run_dir in COMMITTED:
         code, out, err = run_cli(["verify", run_dir], root=REPO, capsys=capsys)
         assert code == 0 and out.startswith("OK run "), err

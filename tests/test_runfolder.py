@@ -19,6 +19,14 @@ from pydantic import BaseModel, ValidationError
 
 from backtest.analysis.outputs import Decode
 from backtest.analysis.reading.annotate import Decision
+from backtest.analysis.reading.intelligibility import (
+    IntelligibilityDecode,
+    IntelligibilityItem,
+    IntelligibilityLabel,
+    QuestionDecode,
+    QuestionItem,
+    QuestionLabel,
+)
 from backtest.analysis.reading.items import AnnotationItem, Label, PairItem, PairLabel
 from backtest.core.errors import BadInput
 from backtest.core.fileio import iter_jsonl, read_json
@@ -46,7 +54,11 @@ from backtest.validity.runfolder import RunFolder
 REPO = Path(__file__).resolve().parents[1]
 RUNS = sorted(p.parent for p in (REPO / "results").glob("*/*/*/RUN.json"))
 #: label sets read through the annotation formats (those with a decode.json; the others are hand-made studies)
-LABEL_SETS = sorted(p.parent.relative_to(REPO).as_posix() for p in (REPO / "judges").rglob("decode.json"))
+LABEL_SETS = sorted(
+    p.parent.relative_to(REPO).as_posix()
+    for p in (REPO / "judges").rglob("decode.json")
+    if json.loads(p.read_text()).get("kind") in ("items", "pairs")
+)
 
 #: every committed record with the model backtest reads it with (first match wins)
 RECORDS: list[tuple[str, type[BaseModel]]] = [
@@ -64,6 +76,12 @@ RECORDS: list[tuple[str, type[BaseModel]]] = [
     ("prospective/*/instance.json", Instance),
     ("prospective/*/past_manifest.json", CorpusManifest),
     ("judges/cards/*.json", ValidityCard),
+    ("judges/validation/evidence-graph-v*/decode.json", IntelligibilityDecode),
+    ("judges/validation/evidence-graph-v*/items.jsonl", IntelligibilityItem),
+    ("judges/validation/evidence-graph-v*/labels/*.jsonl", IntelligibilityLabel),
+    ("judges/validation/intelligibility-v*/decode.json", QuestionDecode),
+    ("judges/validation/intelligibility-v*/items.jsonl", QuestionItem),
+    ("judges/validation/intelligibility-v*/labels/*.jsonl", QuestionLabel),
     ("judges/*/decode.json", Decode),
     *[(f"{s}/items.jsonl", AnnotationItem) for s in LABEL_SETS],
     *[(f"{s}/pairs.jsonl", PairItem) for s in LABEL_SETS],

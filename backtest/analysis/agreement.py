@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from backtest.core.errors import BadInput
-from backtest.core.fileio import iter_jsonl, read_json
+from backtest.core.fileio import iter_jsonl
 from backtest.core.records import OUTCOMES, PREMISE_STATUSES
 from backtest.core.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha, raw_agreement
+from backtest.validity.runfolder import RunFolder
 
 FIELDS = {"outcome": OUTCOMES, "premise_status": PREMISE_STATUSES}
 RARE_PREMISE_LABELS = ("refuted", "weakened")
@@ -75,17 +76,15 @@ def load_rater(spec: str) -> Rater:
 
 def _resolve(path: Path) -> tuple[Path, str | None, str]:
     if path.is_dir():
-        run = path / "RUN.json"
         if not (path / "judgments.jsonl").is_file():
             raise BadInput(f"{path}: folder without judgments.jsonl")
-        info = read_json(run) if run.is_file() else {}
+        info = RunFolder(path).header_data() or {}
         system = info.get("system")
         return path / "judgments.jsonl", system, f"{system or path.parent.name}/{info.get('run_id') or path.name}"
     if not path.is_file():
         raise BadInput(f"{path}: no such label file")
-    run = path.parent / "RUN.json"
-    if run.is_file():
-        info = read_json(run)
+    info = RunFolder(path.parent).header_data()
+    if info is not None:
         return path, info.get("system"), f"{info.get('system')}/{info.get('run_id') or path.parent.name}"
     match = _RELEASE_NAME.match(path.stem)
     system = _RELEASE_SYSTEMS.get(match.group("system"), match.group("system")) if match else None

@@ -58,12 +58,6 @@ class RunJudge(Block):
         """The judge as its judgments name it (what its validity card is found by)."""
         return JudgeInfo(**{k: getattr(self, k) for k in JudgeInfo.model_fields})
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """A field read by name, as the block was read when it was a dict: kept for the one reader not yet
-        switched to the fields (``analysis/reading/annotate.py``); new code reads the fields."""
-        value = getattr(self, key, None)
-        return default if value is None else value
-
 
 class RunRetriever(BaseModel):
     """``RUN.json``'s ``retriever``: the retriever's ``spec()`` (method, model, params, index key), ``k``, the

@@ -20,7 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from backtest.core.errors import BadInput
-from backtest.core.fileio import iter_jsonl, read_json
 from backtest.core.records import Judgment, parse_record
 from backtest.validity.runfolder import SEAL_FILE, SEALED, RunFolder, check_seal, seal_bytes, seal_problems, write_seal
 
@@ -42,7 +41,8 @@ def run_problems(run_dir: str | Path) -> list[str]:
     from backtest.judge.constraints import stored_problems
 
     run_dir = Path(run_dir)
-    run = RunFolder.open(run_dir).run
+    folder = RunFolder.open(run_dir)
+    run = folder.run
     if run.status != "complete":
         raise BadInput(f"{run_dir}: not a finished run (status {run.status!r}); a run is sealed when it completes")
     problems = seal_problems(run_dir, required=True)
@@ -50,13 +50,13 @@ def run_problems(run_dir: str | Path) -> list[str]:
         if not (run_dir / name).is_file():
             return problems + [f"{name} is missing"]
     retrieved = {}
-    for n, row in iter_jsonl(run_dir / "retrieval.jsonl"):
+    for n, row in folder.rows("retrieval.jsonl"):
         docs = row.get("documents")
         if "question_id" not in row or not isinstance(docs, list):
             return problems + [f"retrieval.jsonl:{n}: not a retrieval line"]
         retrieved[row["question_id"]] = [str(d.get("id")) for d in docs if isinstance(d, dict)]
     judged = []
-    for n, row in iter_jsonl(run_dir / "judgments.jsonl"):
+    for n, row in folder.rows("judgments.jsonl"):
         where = f"judgments.jsonl:{n}"
         try:
             judgment = parse_record(Judgment, row, where)
@@ -75,7 +75,5 @@ def run_problems(run_dir: str | Path) -> list[str]:
 
 def is_run_folder(path: Path) -> bool:
     """True for a folder holding a run's ``RUN.json`` (what ``backtest verify`` then checks as a run)."""
-    if not (path / "RUN.json").is_file():
-        return False
-    data = read_json(path / "RUN.json")
+    data = RunFolder(path).header_data()
     return isinstance(data, dict) and "run_id" in data and "judge" in data

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_bytes, iter_jsonl
+from backtest.core.fileio import atomic_write_bytes
 from backtest.core.records import Retrieval, output_bytes, parse_record
 from backtest.core.runs import Run
 from backtest.core.workspace import Workspace
@@ -64,7 +64,7 @@ def compact_files(run_dir: Path) -> dict[str, bytes]:
     folder = RunFolder.open(run_dir)
     run = folder.run
     if is_compact(run):  # as they are, sealed again (a run compacted before seals gains its SEAL.json)
-        files = {name: (run_dir / name).read_bytes() for name in SEALED if (run_dir / name).is_file()}
+        files = folder.file_bytes(SEALED)
         return {**files, SEAL_FILE: seal_bytes(run.run_id, files)}
     if run.status != "complete":
         raise BadInput(f"{run_dir}: not a complete run (status {run.status!r}); score it to the end first")
@@ -73,17 +73,21 @@ def compact_files(run_dir: Path) -> dict[str, bytes]:
         kept["cost"] = run.cost.model_dump(exclude_unset=True, exclude={"spent_last_invocation"})
     slim = Run.model_validate({**kept, "compact": COMPACT})
     retrievals = []
-    for n, row in iter_jsonl(run_dir / "retrieval.jsonl"):
+    for n, row in folder.rows("retrieval.jsonl"):
         parse_record(Retrieval, row, f"{run_dir / 'retrieval.jsonl'}:{n}")
         retrievals.append(compact_retrieval(row))
+    # judgments and metrics as they are; the probe's per-question terms where it ran
+    kept_bytes = folder.require("judgments.jsonl", "metrics.json").file_bytes(
+        ("judgments.jsonl", "metrics.json", "contamination.json")
+    )
     files = {
         "RUN.json": output_bytes(slim),
-        "judgments.jsonl": (run_dir / "judgments.jsonl").read_bytes(),
-        "metrics.json": (run_dir / "metrics.json").read_bytes(),
+        "judgments.jsonl": kept_bytes["judgments.jsonl"],
+        "metrics.json": kept_bytes["metrics.json"],
         "retrieval.jsonl": _jsonl(retrievals),
     }
-    if (run_dir / "contamination.json").is_file():  # the probe's per-question terms (absent where it could not run)
-        files["contamination.json"] = (run_dir / "contamination.json").read_bytes()
+    if "contamination.json" in kept_bytes:
+        files["contamination.json"] = kept_bytes["contamination.json"]
     files[SEAL_FILE] = seal_bytes(run.run_id, files)  # the compact files' own hashes
     return files
 

@@ -18,12 +18,13 @@ check it: :func:`seal_bytes`, :func:`write_seal`, :func:`seal_problems` and :fun
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from backtest.core.errors import BadInput, CheckFailed
-from backtest.core.fileio import atomic_write_bytes, iter_jsonl
+from backtest.core.fileio import atomic_write_bytes, iter_jsonl, read_json
 from backtest.core.records import Judgment, Retrieval, output_bytes, parse_record, read_output, write_output
 from backtest.core.runs import Metrics, Run, RunCost, RunSeal
 from backtest.core.seal import sha256_bytes, sha256_file
@@ -110,6 +111,20 @@ class RunFolder:
         rows = [row for _, row in iter_jsonl(path)] if path.is_file() else []
         return rematerialise(self.path, self.run.instance_id, rows)
 
+    def rows(self, name: str) -> Iterator[tuple[int, Any]]:
+        """The numbered lines of one of the run's JSONL files as stored, unchecked: for the checks that report
+        what is wrong with a run instead of refusing it (``backtest verify``) and for copying a run as it is."""
+        return iter_jsonl(self.file(name))
+
+    def header_data(self) -> Any:
+        """``RUN.json`` as stored, unchecked (None without one): for telling a run folder from another folder and
+        naming a run beside label files, where a malformed header is not this reader's to refuse."""
+        return read_json(self.file(RUN_FILE)) if self.has(RUN_FILE) else None
+
+    def file_bytes(self, names: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of those of ``names`` the run holds (name -> bytes)."""
+        return {name: self.file(name).read_bytes() for name in names if self.has(name)}
+
     @cached_property
     def metrics(self) -> Metrics:
         """``metrics.json`` as its model (BadInput when the run has none: it is not finished)."""
@@ -177,7 +192,7 @@ def seal_bytes(run_id: str, files: dict[str, bytes]) -> bytes:
 
 def write_seal(run_dir: Path, run_id: str) -> Path:
     """Seal the files ``run_dir`` holds now (atomically)."""
-    files = {name: (run_dir / name).read_bytes() for name in SEALED if (run_dir / name).is_file()}
+    files = RunFolder(run_dir).file_bytes(SEALED)
     return atomic_write_bytes(run_dir / SEAL_FILE, seal_bytes(run_id, files))
 
 

@@ -187,7 +187,7 @@ def _blinded_items(
             "instance": material.run.instance_id,
             "system": material.run.system,
             "question_id": q.question_id,
-            "judge": material.run.judge.get("name"),
+            "judge": material.run.judge.name,
             "judge_outcome": judgment.outcome,
             "judge_premise_status": judgment.premise_status,
         }

@@ -43,8 +43,6 @@ from backtest.core.records import (
     Question,
     Retrieval,
     describe_validation_error,
-    parse_record,
-    read_output,
 )
 from backtest.core.seal import sha256_json
 from backtest.core.workspace import Workspace
@@ -86,29 +84,18 @@ class RunMaterial:
 def load_run_material(run_dir: Path, ws: Workspace, with_text: bool) -> RunMaterial:
     """A complete run, its frozen set checked intact and the one RUN.json names (``with_text``: retrievals with
     their shown text, re-cut from the sealed corpus for a compact run; else as stored)."""
-    from backtest.core.fileio import iter_jsonl
-    from backtest.scoring.runseal import check_seal
     from backtest.scoring.score import load_run_files
     from backtest.submit.freeze import load_frozen
+    from backtest.validity.runfolder import RunFolder
 
     if with_text:
         run, retrievals, judgments, _ = load_run_files(run_dir)
     else:
-        if not (run_dir / "RUN.json").is_file():
-            raise BadInput(f"{run_dir}: not a run folder (no RUN.json)")
-        run = read_output(Run, run_dir / "RUN.json")
-        check_seal(run_dir)  # the files as they were sealed when the run finished (load_run_files checks it too)
-        for file in ("retrieval.jsonl", "judgments.jsonl"):
-            if not (run_dir / file).is_file():
-                raise BadInput(f"{run_dir}: {file} is missing (is the run complete? rerun `backtest score`)")
-        retrievals = [
-            parse_record(Retrieval, o, f"{run_dir / 'retrieval.jsonl'}:{n}")
-            for n, o in iter_jsonl(run_dir / "retrieval.jsonl")
-        ]
-        judgments = [
-            parse_record(Judgment, o, f"{run_dir / 'judgments.jsonl'}:{n}")
-            for n, o in iter_jsonl(run_dir / "judgments.jsonl")
-        ]
+        folder = RunFolder.open(run_dir)
+        run = folder.run
+        # the files as they were sealed when the run finished (load_run_files checks it too)
+        folder.check_seal().require("retrieval.jsonl", "judgments.jsonl")
+        retrievals, judgments = folder.retrievals(text=False), folder.judgments
     if run.status != "complete":
         raise BadInput(f"{run_dir}: run is not complete (status {run.status!r}); finish it with backtest score")
     bundle = load_frozen(ws.root / run.frozen_path)
