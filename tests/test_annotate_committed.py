@@ -14,15 +14,24 @@ from pathlib import Path
 import pytest
 
 from backtest.analysis.reading.annotate import PAIR_SHEET_COLUMNS, SHEET_COLUMNS, adjudicate, import_sheet
+from backtest.analysis.reading.intelligibility import QUESTIONS_KIND, adjudicate_questions
 
 VALIDATION = Path(__file__).resolve().parents[1] / "judges" / "validation"
+
+
+def _kind(folder: Path) -> str | None:
+    decode = folder / "decode.json"
+    return json.loads(decode.read_text()).get("kind") if decode.is_file() else None
+
+
+# outcome items and pairs (``annotate export``'s sets); the intelligibility sets' readers label other fields
 SETS = sorted(
     d.name
     for d in VALIDATION.iterdir()
-    if (d / "decode.json").is_file()
-    and (d / "labels" / "reader_a.jsonl").is_file()
-    and json.loads((d / "decode.json").read_text()).get("kind") in ("items", "pairs")  # not the reading studies
+    if _kind(d) in ("items", "pairs") and (d / "labels" / "reader_a.jsonl").is_file()
 )
+#: the generated-question intelligibility sets (``scripts/intelligibility_items.py``), adjudicated by the desk
+QUESTION_SETS = sorted(d.name for d in VALIDATION.iterdir() if _kind(d) == QUESTIONS_KIND)
 
 
 def sheet_of(labels: Path, pairwise: bool) -> str:
@@ -65,3 +74,44 @@ def test_a_committed_set_imports_and_adjudicates_to_the_same_bytes(name, tmp_pat
         adjudicate(tmp_path, committed / "adjudication.jsonl")
         for written in ("labels/adjudicated.jsonl", "adjudication.jsonl"):
             assert (tmp_path / written).read_bytes() == (committed / written).read_bytes()
+
+
+def test_there_are_committed_question_sets():
+    assert {"intelligibility-v1", "intelligibility-v6"} <= set(QUESTION_SETS)
+
+
+@pytest.mark.parametrize("name", QUESTION_SETS)
+def test_a_committed_question_set_adjudicates_to_the_same_bytes(name, tmp_path):
+    """The committed adjudication, given back as the desk's decisions, writes the committed adjudication.jsonl and
+    labels/adjudicated.jsonl byte for byte (the desk's disputes, decisions and counts on real readings)."""
+    committed = VALIDATION / name
+    shutil.copy(committed / "items.jsonl", tmp_path / "items.jsonl")
+    (tmp_path / "labels").mkdir()
+    for reader in ("reader_a", "reader_b"):
+        shutil.copy(committed / "labels" / f"{reader}.jsonl", tmp_path / "labels" / f"{reader}.jsonl")
+    rows = [json.loads(line) for line in (committed / "adjudication.jsonl").read_text().splitlines()]
+    decisions = tmp_path / "decisions.jsonl"
+    decisions.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item_id": r["item_id"],
+                    "field": "reading",
+                    "reader_a": r["reader_a"],
+                    "reader_b": r["reader_b"],
+                    "adjudicated": r["decision"],
+                    "reason": r["why"],
+                }
+            )
+            + "\n"
+            for r in rows
+        )
+    )
+    result = adjudicate_questions(tmp_path, decisions, ("reader_a", "reader_b"))
+    assert result == {"n": len(read_lines(committed / "labels" / "adjudicated.jsonl")), "decided": len(rows)}
+    for written in ("labels/adjudicated.jsonl", "adjudication.jsonl"):
+        assert (tmp_path / written).read_bytes() == (committed / written).read_bytes()
+
+
+def read_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()

@@ -18,7 +18,7 @@ single scipy call warm-started at the full-sample estimate
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 
@@ -27,6 +27,22 @@ from backtest.arena.btd import DEFAULT_RIDGE, BTDFit, PairTable, fit_btd_batch, 
 DEFAULT_REPLICATES = 10_000
 BLOCK = 500
 TIE_EPS = 1e-6  # log-strength gap below which two systems count as tied
+
+
+class BootstrapSummary(TypedDict):
+    """:meth:`BootstrapResult.to_dict`: the bootstrap as ``arena.json`` holds it under ``bootstrap``."""
+
+    n_boot: int
+    seed: int
+    level: float
+    resampling: str
+    n_units: int
+    intervals: dict[str, list[float]]
+    theta_interval: list[float]
+    ordering: list[str]
+    full_ordering_recovery: float | None
+    prob_above: dict[str, dict[str, float]]
+    converged: bool
 
 
 @dataclass
@@ -46,7 +62,7 @@ class BootstrapResult:
     prob_above: dict[str, dict[str, float]]
     converged: bool
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BootstrapSummary:
         """JSON-ready summary (ratings rounded to 0.01)."""
         return {
             "n_boot": self.n_boot,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, TypedDict
 
 import numpy as np
 from scipy.optimize import minimize
@@ -42,6 +42,51 @@ ELO_ANCHOR = 1500.0
 ELO_SCALE = 400.0 / math.log(10.0)
 THETA_PRIOR = 1e-4
 DEFAULT_RIDGE = 1e-3
+
+
+class EloScale(TypedDict):
+    anchor: float
+    scale: str
+
+
+class BTDSummary(TypedDict):
+    """:meth:`BTDFit.to_dict`: the fit as ``arena.json`` holds it under ``btd``."""
+
+    model: str
+    systems: list[str]
+    ratings: dict[str, float]
+    beta: dict[str, float]
+    theta: float
+    tie_probability_equal: float
+    loglik: float
+    n_comparisons: float
+    ridge: float
+    converged: bool
+    ordering: list[str]
+    elo: EloScale
+
+
+class WinRates(TypedDict):
+    """:func:`win_rates`: per-system mean share, and ``matrix[a][b]`` (None: never compared)."""
+
+    overall: dict[str, float | None]
+    matrix: dict[str, dict[str, float | None]]
+
+
+class Relation(TypedDict):
+    a: str
+    b: str
+    relation: str
+    share_a: float | None
+
+
+class Condorcet(TypedDict):
+    """:func:`condorcet`: the pairwise-majority relations, winner, loser and cycles."""
+
+    relations: list[Relation]
+    winner: str | None
+    loser: str | None
+    cycles: list[list[str]]
 
 
 def share_to_weights(share: np.ndarray | float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -151,7 +196,7 @@ class BTDFit:
         """P(tie) between two equally strong systems: θ / (2 + θ)."""
         return self.theta / (2.0 + self.theta)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> BTDSummary:
         """JSON-ready summary (ratings rounded to 0.01, θ to 1e-6)."""
         return {
             "model": "bradley-terry-davidson",
@@ -343,7 +388,7 @@ def fit_btd(table: PairTable, ridge: float = DEFAULT_RIDGE) -> BTDFit:
     )
 
 
-def win_rates(table: PairTable) -> dict[str, Any]:
+def win_rates(table: PairTable) -> WinRates:
     """Per-system mean win share over all its comparisons, and the pairwise share matrix.
 
     ``matrix[a][b]`` is a's mean share against b (ties count ½); ``None`` when the
@@ -359,7 +404,7 @@ def win_rates(table: PairTable) -> dict[str, Any]:
         share_sum[j, i] += tot - share_i
         count[i, j] += tot
         count[j, i] += tot
-    overall = {}
+    overall: dict[str, float | None] = {}
     matrix: dict[str, dict[str, float | None]] = {}
     for i, a in enumerate(table.systems):
         tot = count[i].sum()
@@ -372,7 +417,7 @@ def win_rates(table: PairTable) -> dict[str, Any]:
     return {"overall": overall, "matrix": matrix}
 
 
-def condorcet(table: PairTable) -> dict[str, Any]:
+def condorcet(table: PairTable) -> Condorcet:
     """Pairwise-majority relations: who beats whom (mean share > ½), the Condorcet winner and
     loser if any, and the majority cycles (via networkx)."""
     import networkx as nx
@@ -380,7 +425,7 @@ def condorcet(table: PairTable) -> dict[str, Any]:
     rates = win_rates(table)["matrix"]
     graph = nx.DiGraph()
     graph.add_nodes_from(table.systems)
-    relations = []
+    relations: list[Relation] = []
     for i, j in zip(table.I, table.J):
         a, b = table.systems[i], table.systems[j]
         share = rates[a][b]
@@ -394,7 +439,7 @@ def condorcet(table: PairTable) -> dict[str, Any]:
             graph.add_edge(b, a)
         else:
             relation = "="
-        relations.append({"a": a, "b": b, "relation": relation, "share_a": share})
+        relations.append(Relation(a=a, b=b, relation=relation, share_a=share))
     n = len(table.systems)
     winner = [s for s in table.systems if graph.out_degree(s) == n - 1]
     loser = [s for s in table.systems if graph.in_degree(s) == n - 1]

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
-from backtest.arena.pairwise import PairVerdict, PairwiseJudge
+from backtest.arena.pairwise import PairVerdict, PairwiseJudge, PairwiseJudgeInfo
 from backtest.core.errors import BadInput
 from backtest.core.seal import canonical_json, sha256_json, sha256_text
 from backtest.judge.fitted import check_weights, read_weights
@@ -112,7 +112,7 @@ class FittedPairwiseJudge(PairwiseJudge):
     def config_sha256(self) -> str:
         return sha256_json(self.weights)
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> PairwiseJudgeInfo:
         """Name, kind, protocol and the weights' sha256."""
         return {
             "name": self.name,

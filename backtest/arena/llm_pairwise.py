@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
-from backtest.arena.pairwise import VERDICTS, Call, PairVerdict, PairwiseJudge
+from backtest.arena.pairwise import VERDICTS, Call, PairVerdict, PairwiseJudge, PairwiseJudgeInfo
 from backtest.arena.rubric import OutputScores, SetScores
 from backtest.core.errors import BadInput, CheckFailed
 from backtest.core.seal import sha256_file, sha256_text
@@ -82,7 +82,7 @@ class LLMPairwiseJudge(PairwiseJudge):
         self.prompt_sha256 = sha256_text(PAIRWISE_SYSTEM + "\n" + PAIRWISE_USER)
         self.config_sha256 = sha256_file(path) if path else None
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> PairwiseJudgeInfo:
         """Name, model, prompt and config hashes."""
         return {
             "name": self.name,
@@ -141,7 +141,7 @@ class LLMRubric:
         self.name = f"llm-rubric:{self.settings.model}"
         self.prompt_sha256 = sha256_text(RUBRIC_SYSTEM)
 
-    def _ask(self, user: str, schema: dict[str, Any], name: str) -> dict[str, Any]:
+    def _ask(self, user: str, schema: dict[str, Any], name: str) -> dict[str, float]:
         messages = [{"role": "system", "content": RUBRIC_SYSTEM}, {"role": "user", "content": user}]
         try:
             response = self.client.chat(messages, schema, name, {"prompt_sha256": self.prompt_sha256})

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
-from backtest.arena.pairwise import PairVerdict, PairwiseJudge
+from backtest.arena.pairwise import PairVerdict, PairwiseJudge, PairwiseJudgeInfo
 
 
 class OfflinePairwiseJudge(PairwiseJudge):
@@ -29,7 +29,7 @@ class OfflinePairwiseJudge(PairwiseJudge):
         self.tie_margin = tie_margin
         self.strong_margin = strong_margin
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> PairwiseJudgeInfo:
         """Name and margins."""
         return {
             "name": self.name,
@@ -59,7 +59,7 @@ class PositionAJudge(PairwiseJudge):
 
     name = "position-a"
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> PairwiseJudgeInfo:
         """Name only."""
         return {"name": self.name, "kind": "control", "note": "always prefers position A"}
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Required, Sequence, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,6 +68,23 @@ def polarity(share: float) -> int:
     return 0 if abs(share - 0.5) < 1e-12 else (1 if share > 0.5 else -1)
 
 
+class PairwiseJudgeInfo(TypedDict, total=False):
+    """:meth:`PairwiseJudge.info`: a pairwise judge's identity (its fingerprint hashes exactly these keys, so
+    each judge gives only the ones it has)."""
+
+    name: Required[str]
+    kind: Required[str]
+    protocol: str
+    model: str
+    prompt_sha256: str
+    config_sha256: str | None
+    temperature: float
+    tie_margin: float
+    strong_margin: float
+    rubric: str
+    note: str
+
+
 class PairVerdict(BaseModel):
     """One judge answer for one ordering."""
 
@@ -90,7 +107,7 @@ class PairwiseJudge(ABC):
     calls_endpoint: bool = False
 
     @abstractmethod
-    def info(self) -> dict[str, Any]:
+    def info(self) -> PairwiseJudgeInfo:
         """Name, model, prompt and config hashes: everything that identifies the judge."""
 
     @abstractmethod

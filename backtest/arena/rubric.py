@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, TypedDict, runtime_checkable
 
 from backtest.arena.contexts import ArenaContext, ArenaOutput
 from backtest.core.registry import Registry
@@ -96,6 +96,35 @@ class OutputScores:
         }
 
 
+class SetScoresDict(TypedDict):
+    """:meth:`SetScores.to_dict`."""
+
+    breadth: float
+    distinctness: float | None
+    utility: float
+    size: int
+    q_set: float
+
+
+class SystemRubric(TypedDict):
+    """One system's line of :func:`rubric_report`: mean per-output scores and its set's scores."""
+
+    n_outputs: int
+    grounding: float
+    insight: float
+    justification: float
+    q_pair: float
+    set: SetScoresDict
+    q_set: float
+
+
+class RubricReport(TypedDict):
+    """:func:`rubric_report`: the scorer's name and each system's rubric line."""
+
+    scorer: str
+    systems: dict[str, SystemRubric]
+
+
 @dataclass(frozen=True)
 class SetScores:
     """Per-set rubric scores (1–5); ``distinctness`` is None for a one-member set."""
@@ -112,7 +141,7 @@ class SetScores:
             return (self.breadth + self.utility) / 2.0
         return (self.breadth + self.distinctness + self.utility) / 3.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SetScoresDict:
         """JSON-ready scores plus ``q_set``."""
         return {
             "breadth": round(self.breadth, 4),
@@ -222,25 +251,25 @@ def get_rubric(name: str = "offline", **options: Any) -> RubricScorer:
     return made
 
 
-def rubric_report(contexts: Sequence[ArenaContext], scorer=None) -> dict[str, Any]:
+def rubric_report(contexts: Sequence[ArenaContext], scorer=None) -> RubricReport:
     """Per-system diagnostics: mean g/ℓ/j and Q_pair over its outputs, and set scores over all its outputs."""
     scorer = scorer or OfflineRubric()
     per_system: dict[str, list[tuple[ArenaContext, ArenaOutput]]] = {}
     for ctx in contexts:
         for name, out in ctx.outputs.items():
             per_system.setdefault(name, []).append((ctx, out))
-    report: dict[str, Any] = {"scorer": getattr(scorer, "name", "rubric"), "systems": {}}
+    report = RubricReport(scorer=getattr(scorer, "name", "rubric"), systems={})
     for name in sorted(per_system):
         scores = [scorer.score_output(ctx, out) for ctx, out in per_system[name]]
         set_scores = scorer.score_set([out for _, out in per_system[name]])
         n = len(scores)
-        report["systems"][name] = {
-            "n_outputs": n,
-            "grounding": round(sum(s.grounding for s in scores) / n, 4),
-            "insight": round(sum(s.insight for s in scores) / n, 4),
-            "justification": round(sum(s.justification for s in scores) / n, 4),
-            "q_pair": round(q_pair(scores) or 0.0, 4),
-            "set": set_scores.to_dict(),
-            "q_set": round(set_scores.q_set, 4),
-        }
+        report["systems"][name] = SystemRubric(
+            n_outputs=n,
+            grounding=round(sum(s.grounding for s in scores) / n, 4),
+            insight=round(sum(s.insight for s in scores) / n, 4),
+            justification=round(sum(s.justification for s in scores) / n, 4),
+            q_pair=round(q_pair(scores) or 0.0, 4),
+            set=set_scores.to_dict(),
+            q_set=round(set_scores.q_set, 4),
+        )
     return report

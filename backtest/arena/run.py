@@ -8,17 +8,103 @@ folder; :func:`leaderboard_markdown` renders the table that the CLI prints.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NotRequired, Required, Sequence, TypedDict
 
-from backtest.arena.bootstrap import DEFAULT_REPLICATES, bootstrap_btd
-from backtest.arena.btd import DEFAULT_RIDGE, condorcet, fit_btd, table_from_outcomes, win_rates
+from backtest.arena.bootstrap import DEFAULT_REPLICATES, BootstrapSummary, bootstrap_btd
+from backtest.arena.btd import (
+    DEFAULT_RIDGE,
+    BTDFit,
+    BTDSummary,
+    Condorcet,
+    WinRates,
+    condorcet,
+    fit_btd,
+    table_from_outcomes,
+    win_rates,
+)
 from backtest.arena.contexts import ArenaContext
 from backtest.arena.outputs import ArenaReport
-from backtest.arena.pairwise import SHARES, ArenaCase, PairwiseJudge, fold_cases, judge_contexts
+from backtest.arena.pairwise import SHARES, ArenaCase, PairwiseJudge, PairwiseJudgeInfo, fold_cases, judge_contexts
+from backtest.arena.rubric import RubricReport
 from backtest.core.fileio import atomic_write_text, write_jsonl
 from backtest.core.records import write_output
 
 SCHEMA_VERSION = "1"
+
+
+class FittedCases(TypedDict):
+    """:func:`fit_cases`: the fit's JSON-ready parts (``bootstrap`` only when replicates were asked for)."""
+
+    btd: BTDSummary
+    win_rates: WinRates
+    condorcet: Condorcet
+    bootstrap: NotRequired[BootstrapSummary]
+
+
+class Refit(TypedDict):
+    """One refit of :func:`sensitivity`."""
+
+    ratings: dict[str, float]
+    theta: float
+    ordering: list[str]
+    same_ordering_as_strict: bool
+
+
+class Sensitivity(TypedDict):
+    """:func:`sensitivity`: the order-sensitive cases refitted as ties, and as losses for the higher-ranked."""
+
+    as_ties: Refit
+    as_losses_for_higher_ranked: Refit
+
+
+class LeaderboardRow(TypedDict):
+    """One row of ``result["leaderboard"]`` (``arena.json``'s :class:`~backtest.arena.outputs.ArenaRating`)."""
+
+    rank: int
+    system: str
+    rating: float
+    ci_low: float | None
+    ci_high: float | None
+    win_rate: float | None
+
+
+class ArenaInputs(TypedDict):
+    """What ``backtest arena`` was given (the CLI adds it to the result)."""
+
+    sets: list[str]
+    contexts_file: str | None
+    instance: str | None
+    threshold: float
+    cluster: bool
+    seed: int
+
+
+class ArenaResult(FittedCases, total=False):
+    """:func:`run_arena`'s result: ``arena.json`` (:class:`~backtest.arena.outputs.ArenaReport`) plus ``cases``,
+    the ArenaCase list (not JSON). ``order_sensitive`` and ``sensitivity`` come with ``fold="strict"``,
+    ``rubric`` with a rubric scorer, ``judge_validity`` and ``inputs`` from :func:`arena_study` and the CLI."""
+
+    schema_version: Required[str]
+    kind: Required[str]
+    judge: Required[PairwiseJudgeInfo]
+    fold: Required[str]
+    systems: Required[list[str]]
+    n_contexts: Required[int]
+    n_cases: Required[int]
+    n_judgments: Required[int]
+    n_fitted: Required[int]
+    n_consistent: Required[int]
+    consistency_rate: Required[float | None]
+    position_a_share: Required[float | None]
+    ridge: Required[float]
+    all_fitted_ties: Required[bool]
+    order_sensitive: list[dict[str, Any]]
+    sensitivity: Sensitivity
+    leaderboard: Required[list[LeaderboardRow]]
+    rubric: RubricReport
+    cases: Required[list[ArenaCase]]
+    judge_validity: str
+    inputs: ArenaInputs
 
 
 def _outcomes(cases: Sequence[ArenaCase]) -> list[tuple[str, str, float]]:
@@ -32,12 +118,12 @@ def fit_cases(
     n_boot: int = DEFAULT_REPLICATES,
     seed: int = 0,
     cluster: bool = False,
-) -> dict[str, Any]:
-    """BTD fit, win rates, Condorcet relations and the bootstrap for a list of folded cases."""
+) -> tuple[FittedCases, BTDFit]:
+    """BTD fit, win rates, Condorcet relations and the bootstrap for a list of folded cases; and the fit."""
     outcomes = _outcomes(cases)
     table = table_from_outcomes(systems, outcomes)
     fit = fit_btd(table, ridge=ridge)
-    out: dict[str, Any] = {"btd": fit.to_dict(), "win_rates": win_rates(table), "condorcet": condorcet(table)}
+    out = FittedCases(btd=fit.to_dict(), win_rates=win_rates(table), condorcet=condorcet(table))
     if n_boot > 0:
         boot = bootstrap_btd(
             systems,
@@ -49,17 +135,16 @@ def fit_cases(
             ridge=ridge,
         )
         out["bootstrap"] = boot.to_dict()
-    out["_fit"] = fit
-    return out
+    return out, fit
 
 
 def sensitivity(
     systems: Sequence[str],
     stable: Sequence[ArenaCase],
     sensitive: Sequence[ArenaCase],
-    strict_fit,
+    strict_fit: BTDFit,
     ridge: float = DEFAULT_RIDGE,
-) -> dict[str, Any]:
+) -> Sensitivity:
     """Refit with the order-sensitive cases added back as ties, and as losses for the higher-ranked system."""
     rating = strict_fit.rating_of()
     as_ties = [c.model_copy(update={"share": 0.5}) for c in sensitive]
@@ -68,16 +153,17 @@ def sensitivity(
         ra, rb = rating[c.system_a], rating[c.system_b]
         share = 0.5 if abs(ra - rb) < 1e-9 else (0.0 if ra > rb else 1.0)
         as_losses.append(c.model_copy(update={"share": share}))
-    out = {}
-    for name, extra in (("as_ties", as_ties), ("as_losses_for_higher_ranked", as_losses)):
+
+    def refit(extra: list[ArenaCase]) -> Refit:
         fit = fit_btd(table_from_outcomes(systems, _outcomes(list(stable) + extra)), ridge=ridge)
-        out[name] = {
-            "ratings": {s: round(r, 2) for s, r in fit.rating_of().items()},
-            "theta": round(fit.theta, 6),
-            "ordering": fit.ordering(),
-            "same_ordering_as_strict": fit.ordering() == strict_fit.ordering(),
-        }
-    return out
+        return Refit(
+            ratings={s: round(r, 2) for s, r in fit.rating_of().items()},
+            theta=round(fit.theta, 6),
+            ordering=fit.ordering(),
+            same_ordering_as_strict=fit.ordering() == strict_fit.ordering(),
+        )
+
+    return Sensitivity(as_ties=refit(as_ties), as_losses_for_higher_ranked=refit(as_losses))
 
 
 def run_arena(
@@ -91,7 +177,7 @@ def run_arena(
     rubric=None,
     progress: Callable[[int], None] | None = None,
     cases: Sequence[ArenaCase] | None = None,
-) -> dict[str, Any]:
+) -> ArenaResult:
     """Judge (unless ``cases`` are given), fold, fit, bootstrap; return the result dict.
 
     ``result["cases"]`` holds the ArenaCase list (not JSON); everything else is JSON-ready.
@@ -100,12 +186,11 @@ def run_arena(
     if cases is None:
         cases = judge_contexts(contexts, judge, progress=progress)
     included, set_aside = fold_cases(cases, fold)
-    fitted = fit_cases(systems, included, ridge=ridge, n_boot=n_boot, seed=seed, cluster=cluster)
-    fit = fitted.pop("_fit")
+    fitted, fit = fit_cases(systems, included, ridge=ridge, n_boot=n_boot, seed=seed, cluster=cluster)
     n_cases = len(cases)
     n_consistent = sum(c.consistent for c in cases)
     position_a = (sum(SHARES[c.verdict_ab] + SHARES[c.verdict_ba] for c in cases) / (2 * n_cases)) if n_cases else None
-    result: dict[str, Any] = {
+    result: ArenaResult = {
         "schema_version": SCHEMA_VERSION,
         "kind": "arena",
         "judge": judge.info(),
@@ -121,37 +206,37 @@ def run_arena(
         "ridge": ridge,
         "all_fitted_ties": bool(included) and all(abs(c.share - 0.5) < 1e-12 for c in included),
         **fitted,
+        "leaderboard": _leaderboard_rows(fitted),
+        "cases": list(cases),
     }
     if fold == "strict":
         result["order_sensitive"] = [c.model_dump(mode="json") for c in set_aside]
         result["sensitivity"] = sensitivity(systems, included, set_aside, fit, ridge=ridge)
-    result["leaderboard"] = _leaderboard_rows(result)
     if rubric is not None:
         from backtest.arena.rubric import rubric_report
 
         result["rubric"] = rubric_report(contexts, rubric)
-    result["cases"] = list(cases)
     return result
 
 
-def _leaderboard_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    btd = result["btd"]
-    boot = result.get("bootstrap", {})
+def _leaderboard_rows(fitted: FittedCases) -> list[LeaderboardRow]:
+    btd = fitted["btd"]
+    intervals = fitted["bootstrap"]["intervals"] if "bootstrap" in fitted else {}
     rows = []
-    counts = result["win_rates"]["overall"]
+    counts = fitted["win_rates"]["overall"]
     ratings = btd["ratings"]
     for s in btd["ordering"]:
-        interval = boot.get("intervals", {}).get(s)
+        interval = intervals.get(s)
         rank = 1 + sum(r > ratings[s] + 0.005 for r in ratings.values())  # equal ratings share a rank
         rows.append(
-            {
-                "rank": rank,
-                "system": s,
-                "rating": btd["ratings"][s],
-                "ci_low": interval[0] if interval else None,
-                "ci_high": interval[1] if interval else None,
-                "win_rate": counts.get(s),
-            }
+            LeaderboardRow(
+                rank=rank,
+                system=s,
+                rating=btd["ratings"][s],
+                ci_low=interval[0] if interval else None,
+                ci_high=interval[1] if interval else None,
+                win_rate=counts.get(s),
+            )
         )
     return rows
 
@@ -164,7 +249,7 @@ def ordering_text(ratings: dict[str, float], ordering: Sequence[str]) -> str:
     return text
 
 
-def leaderboard_markdown(result: dict[str, Any]) -> str:
+def leaderboard_markdown(result: ArenaResult) -> str:
     """The leaderboard as a Markdown table, with θ, consistency and ordering recovery underneath."""
     boot = result.get("bootstrap")
     level = int(round(100 * boot["level"])) if boot else 95
@@ -216,7 +301,7 @@ def leaderboard_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 
-def rubric_markdown(rubric: dict[str, Any]) -> str:
+def rubric_markdown(rubric: RubricReport) -> str:
     """Rubric diagnostics as a Markdown table."""
     lines = [
         f"Rubric diagnostics ({rubric['scorer']}; 1–5):",
@@ -234,7 +319,7 @@ def rubric_markdown(rubric: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_arena(result: dict[str, Any], contexts: Sequence[ArenaContext], out_dir: str | Path) -> Path:
+def write_arena(result: ArenaResult, contexts: Sequence[ArenaContext], out_dir: str | Path) -> Path:
     """Write arena.json, cases.jsonl, contexts.jsonl and leaderboard.md into ``out_dir``."""
     out = Path(out_dir)
     data = {k: v for k, v in result.items() if k != "cases"}
@@ -263,7 +348,7 @@ def arena_study(
     rubric: str = "offline",
     rubric_config: Path | None = None,
     progress=None,
-) -> tuple[dict[str, Any], list[ArenaContext], str]:
+) -> tuple[ArenaResult, list[ArenaContext], str]:
     """One arena as ``backtest arena`` runs it: contexts, pairwise judge, fit, rubric.
 
     Give either ``contexts`` (user-provided) or ``question_sets`` (system → Questions,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from backtest.core.workspace import Workspace
 from backtest.generators.protocol import (
@@ -32,6 +32,7 @@ __all__ = [
     "Draft",
     "GenerationContext",
     "GenerationResult",
+    "GeneratorSummary",
     "Generator",
     "available_generators",
     "get_generator",
@@ -54,6 +55,17 @@ REFERENCE_SYSTEMS = (
 )
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {"evidence_graph_llm": ("evidence_graph", {"verbalizer": "llm"})}
 NEEDS_ENDPOINT = {"direct_llm", "evidence_graph_llm"}
+
+
+class GeneratorSummary(TypedDict):
+    """:func:`run_generator`'s summary of the submission it wrote (``backtest generate --json`` prints it)."""
+
+    system_name: str
+    n_questions: int
+    out: str
+    llm_components: list[dict[str, Any]] | None
+    notes: dict[str, Any]
+    cutoff: str
 
 
 def lacks_endpoint(name: str, options: dict[str, Any]) -> bool:
@@ -88,7 +100,7 @@ def run_generator(
     out: Path | None = None,
     generated_at: str | None = None,
     options: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> GeneratorSummary:
     """Load the instance, open its past corpus, run generator ``name`` and write the submission.
 
     Returns a summary: system name, number of questions, output folder, llm_components."""
@@ -110,14 +122,14 @@ def run_generator(
     questions, metadata = build_submission(result, ctx, system_name, stamp, meaning)
     out_dir = Path(out) if out else ws.root / "submissions" / instance.instance_id / system_name
     write_submission(out_dir, questions, metadata)
-    return {
-        "system_name": system_name,
-        "n_questions": len(questions),
-        "out": str(out_dir),
-        "llm_components": result.llm_components,
-        "notes": result.notes,
-        "cutoff": dt.date.isoformat(instance.cutoff),
-    }
+    return GeneratorSummary(
+        system_name=system_name,
+        n_questions=len(questions),
+        out=str(out_dir),
+        llm_components=result.llm_components,
+        notes=result.notes,
+        cutoff=dt.date.isoformat(instance.cutoff),
+    )
 
 
 def run_system(
@@ -128,7 +140,7 @@ def run_system(
     seed: int = 0,
     options: dict[str, Any] | None = None,
     generated_at: str | None = None,
-) -> dict[str, Any]:
+) -> GeneratorSummary:
     """:func:`run_generator` for a system name (a generator or a variant). Only an LLM system gets the endpoint
     options: they are recorded in metadata.json, and the freeze gate rightly refuses a set whose metadata names
     a model that llm_components does not declare."""

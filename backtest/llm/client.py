@@ -39,7 +39,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NotRequired, Sequence, TypedDict, cast
 
 import requests
 import tenacity
@@ -68,6 +68,39 @@ class LLMError(RuntimeError):
 
 class InvalidAnswer(ValueError):
     """The answer was not a JSON object, or the caller's ``validate`` rejected it (retried)."""
+
+
+class AnswerFields(TypedDict):
+    """:meth:`LLMSettings.answer_fields`: the settings that reach the cache key."""
+
+    base_url: str
+    model: str
+    temperature: float
+    max_tokens: int
+    seed: int | None
+
+
+class JsonSchemaFormat(TypedDict):
+    name: str
+    strict: bool
+    schema: dict[str, Any]
+
+
+class ResponseFormat(TypedDict):
+    type: str
+    json_schema: JsonSchemaFormat
+
+
+class ChatBody(TypedDict):
+    """:meth:`LLMClient.request_body`: the JSON body of one ``/chat/completions`` call."""
+
+    model: str
+    messages: list[dict[str, str]]
+    temperature: float
+    max_tokens: int
+    stream: bool
+    seed: NotRequired[int]
+    response_format: NotRequired[ResponseFormat]
 
 
 class LLMSettings(BaseModel):
@@ -112,15 +145,15 @@ class LLMSettings(BaseModel):
             base += "/v1"
         return base + "/chat/completions"
 
-    def answer_fields(self) -> dict[str, Any]:
+    def answer_fields(self) -> AnswerFields:
         """The settings that can change an answer (the cache key's share of them)."""
-        return {
-            "base_url": self.base_url.rstrip("/"),
-            "model": self.model,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-        }
+        return AnswerFields(
+            base_url=self.base_url.rstrip("/"),
+            model=self.model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+        )
 
     def api_key(self) -> str | None:
         """The API key from the environment, read now; ``None`` when no variable is configured."""
@@ -162,7 +195,7 @@ class ClientStats:
     cached_completion_tokens: int = 0
     retry_reasons: dict[str, int] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, int | dict[str, int]]:
         """A JSON-ready copy."""
         return asdict(self)
 
@@ -352,10 +385,10 @@ class LLMClient:
         schema: dict[str, Any] | None = None,
         schema_name: str = "answer",
         seed: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> ChatBody:
         """The JSON body sent to ``/chat/completions`` (holds no key); ``seed`` overrides the settings' seed."""
         s = self.settings
-        body: dict[str, Any] = {
+        body: ChatBody = {
             "model": s.model,
             "messages": [dict(m) for m in messages],
             "temperature": s.temperature,
@@ -492,7 +525,7 @@ class LLMClient:
 
     def _attempt(
         self,
-        body: dict[str, Any],
+        body: ChatBody,
         schema: dict[str, Any] | None,
         validate: Callable[[dict[str, Any]], Any] | None,
         key: str,
@@ -508,7 +541,8 @@ class LLMClient:
             headers["Authorization"] = f"Bearer {api_key}"
         try:
             self._count(http_calls=1)
-            resp = self._session().post(s.endpoint, json=body, headers=headers, timeout=s.timeout_s)
+            payload = cast(dict[str, Any], body)  # the wire: requests' JSON type knows no TypedDict
+            resp = self._session().post(s.endpoint, json=payload, headers=headers, timeout=s.timeout_s)
         except requests.Timeout:
             raise _Retryable("timeout", f"timed out after {s.timeout_s:g} s") from None
         except requests.ConnectionError as exc:

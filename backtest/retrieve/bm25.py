@@ -31,7 +31,7 @@ import numpy as np
 
 from backtest.core.errors import BadInput
 from backtest.retrieve.index_store import open_or_build
-from backtest.retrieve.protocol import FutureDocs, Hit, top_k
+from backtest.retrieve.protocol import FutureDocs, Hit, RetrieverSpec, top_k
 
 TOKEN_RE = re.compile(r"(?u)\b\w\w+\b")
 TOKENIZER = "lower+regex(?u)\\b\\w\\w+\\b+bm25s-stopwords-en+no-stem"
@@ -242,7 +242,7 @@ class BM25Retriever:
         self.folder, self.key, self.built = open_or_build(docs, "bm25", self.params, build)
         self.model = bm25s.BM25.load(str(self.folder), mmap=False, show_progress=False)
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> RetrieverSpec:
         """Method, model (none), parameters and the index key."""
         return {"method": self.name, "model": None, "params": self.params, "index_key": self.key}
 

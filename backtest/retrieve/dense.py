@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 import numpy as np
 
 from backtest.core.errors import BadInput
 from backtest.core.fileio import atomic_writer
 from backtest.retrieve.index_store import has_valid, open_or_build
-from backtest.retrieve.protocol import FutureDocs, Hit
+from backtest.retrieve.protocol import FutureDocs, Hit, RetrieverSpec
 from backtest.text.embed import DEFAULT_MODEL, embed_texts, model_fingerprint
 from backtest.text.vectors import embed_cached
 
@@ -72,7 +72,16 @@ def _faiss():
     return faiss
 
 
-def embedding_params(model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract")) -> dict[str, Any]:
+class EmbeddingParams(TypedDict):
+    """:func:`embedding_params`: the parameters an embedding cache key hashes."""
+
+    model: str
+    model_fingerprint: str
+    text_fields: list[str]
+    normalized: bool
+
+
+def embedding_params(model: str = DEFAULT_MODEL, text_fields: Sequence[str] = ("title", "abstract")) -> EmbeddingParams:
     """What identifies a corpus embedding (the cache key's parameters)."""
     return {
         "model": model,
@@ -87,7 +96,7 @@ def corpus_embeddings(
     model: str = DEFAULT_MODEL,
     text_fields: Sequence[str] = ("title", "abstract"),
     progress: bool = False,
-) -> tuple[np.ndarray, str, dict[str, Any]]:
+) -> tuple[np.ndarray, str, EmbeddingParams]:
     """The (n, d) unit vectors of every document, from the cache or freshly embedded; also the cache key and params."""
     params = embedding_params(model, text_fields)
 
@@ -178,7 +187,7 @@ class DenseRetriever:
             self.index.nprobe = nprobe
             self.params["nprobe"] = nprobe
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> RetrieverSpec:
         """Method, model, parameters and the index key."""
         return {"method": self.name, "model": self.model, "params": self.params, "index_key": self.key}
 

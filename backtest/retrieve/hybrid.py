@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from backtest.retrieve.bm25 import BM25Retriever
 from backtest.retrieve.dense import DenseRetriever
-from backtest.retrieve.protocol import FutureDocs, Hit
+from backtest.retrieve.protocol import FutureDocs, Hit, RetrieverSpec
 from backtest.text.embed import DEFAULT_MODEL
 
 
@@ -45,7 +45,7 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.depth = depth
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> RetrieverSpec:
         """Both members' specs plus the fusion parameters."""
         return {
             "method": self.name,

@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, Callable, Mapping, TypedDict, cast
 
 from backtest.core.caches import shared_cache
 from backtest.core.errors import BadInput
@@ -48,7 +48,18 @@ INDEX_FORMAT = "1"
 META_FILE = "INDEX.json"
 
 
-def index_inputs(docs: FutureDocs, method: str, params: dict[str, Any]) -> dict[str, Any]:
+class IndexInputDict(TypedDict):
+    """:func:`index_inputs`: the inputs an index key hashes, as ``INDEX.json`` records them
+    (:class:`~backtest.retrieve.outputs.IndexInputs`)."""
+
+    format: str
+    method: str
+    corpus_id: str
+    corpus_seal: str
+    params: Mapping[str, Any]
+
+
+def index_inputs(docs: FutureDocs, method: str, params: Mapping[str, Any]) -> IndexInputDict:
     """Everything that identifies an index of ``method`` over ``docs`` with ``params``."""
     return {
         "format": INDEX_FORMAT,
@@ -59,7 +70,7 @@ def index_inputs(docs: FutureDocs, method: str, params: dict[str, Any]) -> dict[
     }
 
 
-def index_key(inputs: dict[str, Any]) -> str:
+def index_key(inputs: IndexInputDict) -> str:
     """The cache key of an index: a short sha256 of its inputs."""
     return sha256_json(inputs)[:20]
 
@@ -93,7 +104,7 @@ def read_meta(folder: Path) -> IndexMeta | None:
         return None
 
 
-def is_valid(folder: Path, inputs: dict[str, Any], n_docs: int) -> bool:
+def is_valid(folder: Path, inputs: IndexInputDict, n_docs: int) -> bool:
     """True when ``folder`` holds an intact index built from exactly ``inputs`` over ``n_docs`` documents."""
     meta = read_meta(folder)
     if meta is None or meta.inputs.model_dump() != inputs or meta.key != index_key(inputs):
@@ -161,7 +172,7 @@ def _install(source: Path, folder: Path) -> None:
             shutil.rmtree(tmp)
 
 
-def has_valid(docs: FutureDocs, method: str, params: dict[str, Any]) -> bool:
+def has_valid(docs: FutureDocs, method: str, params: Mapping[str, Any]) -> bool:
     """True when a valid index for these inputs exists here or in the shared cache (nothing is built)."""
     inputs = index_inputs(docs, method, params)
     key = index_key(inputs)
@@ -172,7 +183,7 @@ def has_valid(docs: FutureDocs, method: str, params: dict[str, Any]) -> bool:
 
 
 def open_or_build(
-    docs: FutureDocs, method: str, params: dict[str, Any], build: Callable[[Path], None]
+    docs: FutureDocs, method: str, params: Mapping[str, Any], build: Callable[[Path], None]
 ) -> tuple[Path, str, bool]:
     """Return ``(folder, key, built)`` for a valid index, calling ``build(tmp_folder)`` when there is none.
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, TypedDict, runtime_checkable
 
 import numpy as np
 
@@ -129,13 +129,22 @@ def top_k(scores: np.ndarray, k: int, positive_only: bool = False) -> list[Hit]:
     return [(int(r), float(scores[r])) for r in rows if not positive_only or scores[r] > 0]
 
 
+class RetrieverSpec(TypedDict):
+    """:meth:`Retriever.spec`: what a retrieval record says about its retriever (``params`` are the method's)."""
+
+    method: str
+    model: str | None
+    params: dict[str, Any]
+    index_key: str
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """A ranked search over one verified future corpus."""
 
     name: str
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> RetrieverSpec:
         """The retriever's identity for records: method, model, parameters, index key."""
         ...
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 
@@ -149,6 +149,24 @@ CLARITY_CHECKS: dict[str, tuple[float, str]] = {
 }
 
 
+class ClarityProblemDict(TypedDict):
+    """:meth:`ClarityProblem.as_dict`."""
+
+    check: str
+    span: str
+    start: int
+    end: int
+
+
+class ClarityScoreDict(TypedDict):
+    """:meth:`ClarityScore.as_dict`: the score as ``backtest clarity`` and the submission gate write it."""
+
+    score: float
+    checks: list[str]
+    problems: list[ClarityProblemDict]
+    version: str
+
+
 @dataclass(frozen=True)
 class ClarityProblem:
     """One problem a check found: the check's name and the span of the question it matched (``question[start:
@@ -161,7 +179,7 @@ class ClarityProblem:
     start: int
     end: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ClarityProblemDict:
         return {"check": self.check, "span": self.span, "start": self.start, "end": self.end}
 
 
@@ -186,7 +204,7 @@ class ClarityScore:
             first.setdefault(p.check, p.span)
         return "; ".join(f"{name}: {first[name]!r}" for name in self.checks)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ClarityScoreDict:
         return {
             "score": self.score,
             "checks": self.checks,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 #: the prompt version; its sha256 (with the schema's) goes into every cached answer's key
 RATER_VERSION = "clarity-rater-v1"
@@ -64,6 +64,18 @@ class LLMClarityRating:
     usage: dict[str, int] | None = None
 
 
+class RaterInfo(TypedDict):
+    """:meth:`LLMClarityRater.info`: what produced the ratings (written beside each one)."""
+
+    rater: str
+    name: str
+    model: str
+    base_url: str
+    prompt_sha256: str
+    config_sha256: str
+    temperature: float
+
+
 class LLMClarityRater:
     """Clarity ratings (1-5) from an OpenAI-compatible model through the shared, cached client.
 
@@ -84,7 +96,7 @@ class LLMClarityRater:
         self.config_sha256 = sha256_file(path)
         self.prompt_sha256 = sha256_text(RATER_SYSTEM + "\n" + RATER_USER + "\n" + canonical_json(RATER_SCHEMA))
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> RaterInfo:
         """What produced the ratings (never the key)."""
         return {
             "rater": RATER_VERSION,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -31,6 +31,30 @@ LABELS_LOCK = ".labels.lock"
 ADJUDICATED = "adjudicated"
 #: the two readers adjudication settles unless told others
 READERS = ("reader_a", "reader_b")
+
+
+class Dispute(TypedDict):
+    """One (item, field) two readers read differently, with both readings (what every kind of set's adjudication
+    lists; a reading is a label value, or a whole reading for a generated question)."""
+
+    item_id: str
+    field: str
+    reader_a: Any
+    reader_b: Any
+
+
+class Disagreement(Dispute):
+    """:func:`disagreements`: a dispute as a decision to fill in (``annotate adjudicate`` prints one a line)."""
+
+    adjudicated: str
+    reason: str
+
+
+class AdjudicationCounts(TypedDict):
+    """What an adjudication wrote: ``n`` labels (or lines), ``decided`` decisions."""
+
+    n: int
+    decided: int
 
 
 class Decision(Versioned):
@@ -57,17 +81,17 @@ class Decision(Versioned):
         return cleaned
 
 
-def disagreements(items_dir: str | Path, readers: tuple[str, str] = READERS) -> list[dict[str, Any]]:
+def disagreements(items_dir: str | Path, readers: tuple[str, str] = READERS) -> list[Disagreement]:
     """Every (item, field) on which the two readers' labels differ, as a decision to fill in (``adjudicated`` and
     ``reason`` empty)."""
     a, b = (_reader(Path(items_dir), r) for r in readers)
     return _disagreements(a, b, f"{items_dir}: {readers[0]} and {readers[1]} labelled different items")
 
 
-def _disagreements(a: dict[str, Label], b: dict[str, Label], mismatch: str) -> list[dict[str, Any]]:
+def _disagreements(a: dict[str, Label], b: dict[str, Label], mismatch: str) -> list[Disagreement]:
     if set(a) != set(b):
         raise BadInput(mismatch)
-    out = []
+    out: list[Disagreement] = []
     for item in sorted(a):
         for field in ("outcome", "premise_status"):
             va, vb = getattr(a[item], field), getattr(b[item], field)
@@ -133,7 +157,9 @@ def _decide(
     return labels, [decided[k] for k in sorted(decided)], problems
 
 
-def adjudicate(items_dir: str | Path, decisions_path: str | Path, readers: tuple[str, str] = READERS) -> dict[str, Any]:
+def adjudicate(
+    items_dir: str | Path, decisions_path: str | Path, readers: tuple[str, str] = READERS
+) -> AdjudicationCounts:
     """Write ``labels/adjudicated.jsonl`` and ``adjudication.jsonl`` from two readers' labels (``readers``) and a
     decision for each of their disagreements (each decision one of the two readings, with its reason). An item's
     label is the readers' where they agree; the cited documents of an engaged item are those either reader cited
@@ -156,7 +182,7 @@ def adjudicate(items_dir: str | Path, decisions_path: str | Path, readers: tuple
             items_dir / "adjudication.jsonl",
             [d.model_dump(mode="json", exclude={"schema_version"}, exclude_none=True) for d in decided],
         )
-    return {"n": len(labels), "decided": len(decided)}
+    return AdjudicationCounts(n=len(labels), decided=len(decided))
 
 
 def adjudicated_readers(items_dir: Path) -> tuple[str, str]:

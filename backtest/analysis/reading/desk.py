@@ -35,11 +35,12 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, TypedDict
 
 from pydantic import BaseModel
 
 from backtest.analysis.reading import intelligibility
+from backtest.analysis.reading.adjudication import Dispute
 from backtest.analysis.reading.annotate import (
     ADJUDICATED,
     BETTER,
@@ -84,12 +85,56 @@ YES_NO = {"true": True, "false": False}
 REAL_CONFLICT_KEYS = dict(zip("zxc", ("yes", "no", "na")))
 
 
+class KeyGroup(TypedDict):
+    """A group of keys on the page: its title and ``[key, text, {column: value}]`` for each key."""
+
+    title: str
+    keys: list[list[Any]]
+
+
+class DocView(TypedDict):
+    """A document as the page shows it (``n``: its number in the list)."""
+
+    n: int
+    id: str
+    title: str
+    published: str
+    abstract: str
+
+
+class Decided(TypedDict):
+    """:meth:`Desk.decide`: decisions saved of the disputes, and what the kind's adjudication wrote once all are."""
+
+    decided: int
+    of: int
+    written: Any
+
+
+class Progress(TypedDict):
+    """:func:`progress`: done, the median seconds an item and the seconds left at it (None before any timing)."""
+
+    done: int
+    median_seconds: float | None
+    seconds_left: int | None
+
+
+class AdjudicationState(TypedDict):
+    """The page's state when adjudicating: both readers, each dispute with both labels (and its decision, once
+    made), the first undecided, and whether the adjudication is written."""
+
+    mode: str
+    readers: list[str]
+    disputes: list[dict[str, Any]]
+    first_undecided: int
+    written: bool
+
+
 @dataclass(frozen=True)
 class Adjudication:
     """How a kind's two readers are settled: what each disagreement is, its decision record, and what is written
     once every one is decided."""
 
-    disputes: Callable[[Path, tuple[str, str]], list[dict[str, Any]]]  # {"item_id", "field", "reader_a", "reader_b"}
+    disputes: Callable[[Path, tuple[str, str]], Sequence[Dispute]]
     decision_model: type[Decision]
     finish: Callable[[Path, Path, tuple[str, str]], Any]  # (folder, decisions file, readers) -> written
     written: str  # the file, relative to the folder, that finish writes last
@@ -105,7 +150,7 @@ class Kind:
     columns: tuple[str, ...]  # the sheet's columns (item_id first)
     required: tuple[str, ...]  # the columns an answer needs before it can be saved
     label_model: type[BaseModel]
-    keys: list[dict[str, Any]]  # groups of keys for the page: {"title", "keys": [[key, text, {column: value}]]}
+    keys: list[KeyGroup]  # groups of keys for the page
     read_items: Callable[[Path], list[Any]]
     to_label: Callable[[dict[str, str], str, Any], tuple[Any, list[str]]]
     decode_ids: Callable[[Path], list[str]]  # the item ids the folder's decode.json maps back
@@ -161,7 +206,7 @@ def _review_items(folder: Path) -> list[Any]:
     return read_records(folder / "items.jsonl", ReviewItem)  # type: ignore[arg-type]
 
 
-def _confidence_group() -> dict[str, Any]:
+def _confidence_group() -> KeyGroup:
     return {"title": "confidence", "keys": [[k, v, {"confidence": v}] for k, v in CONFIDENCE_KEYS.items()]}
 
 
@@ -183,7 +228,7 @@ def _review_ids(folder: Path) -> list[str]:
 def _kinds() -> dict[str, Kind]:
     from backtest.generators.outputs import REJECT_REASONS, TENSION_TYPES, GateLabel
 
-    gate_keys = [
+    gate_keys: list[KeyGroup] = [
         {
             "title": "accept as",
             "keys": [
@@ -353,9 +398,9 @@ def _terms(*texts: str | None) -> list[str]:
     return sorted(words, key=lambda w: (-len(w), w))
 
 
-def _docs(documents: list[Any]) -> list[dict[str, Any]]:
+def _docs(documents: list[Any]) -> list[DocView]:
     return [
-        {"n": k, "id": d.id, "title": d.title, "published": str(d.published or ""), "abstract": d.abstract}
+        DocView(n=k, id=d.id, title=d.title, published=str(d.published or ""), abstract=d.abstract)
         for k, d in enumerate(documents, 1)
     ]
 
@@ -529,7 +574,7 @@ class Desk:
         a, b = self.adjudicate or ("", "")
         return self.folder / f"decisions-{a}-{b}.jsonl"
 
-    def disputes(self) -> list[dict[str, Any]]:
+    def disputes(self) -> Sequence[Dispute]:
         """The readers' disagreements (item, field, both readings), in item order."""
         assert self.adjudicate is not None and self.kind.adjudication is not None
         return self.kind.adjudication.disputes(self.folder, self.adjudicate)
@@ -549,7 +594,7 @@ class Desk:
                 out[(d.item_id, d.field)] = d
         return out
 
-    def decide(self, item_id: str, field_name: str, pick: str, reason: str, seconds: Any) -> dict[str, Any]:
+    def decide(self, item_id: str, field_name: str, pick: str, reason: str, seconds: Any) -> Decided:
         """Save one decision (``pick``: "a" or "b", the reading taken); when every disagreement is decided, write
         what the kind's adjudication writes (outcome items: ``labels/adjudicated.jsonl`` and ``adjudication.jsonl``
         as ``annotate adjudicate`` does; an intelligibility set: its ``adjudication.jsonl``)."""
@@ -565,7 +610,7 @@ class Desk:
             field=field_name,
             reader_a=w["reader_a"],
             reader_b=w["reader_b"],
-            adjudicated=w[f"reader_{pick}"],
+            adjudicated=w["reader_a"] if pick == "a" else w["reader_b"],
             reason=reason,
             seconds=_seconds(seconds),
         )
@@ -577,7 +622,7 @@ class Desk:
         written = None
         if len(current) == len(wanted):
             written = self.kind.adjudication.finish(self.folder, self.decisions_path, self.adjudicate)
-        return {"decided": len(current), "of": len(wanted), "written": written}
+        return Decided(decided=len(current), of=len(wanted), written=written)
 
     # ------------------------------------------------------------------ the page's data
 
@@ -614,7 +659,7 @@ class Desk:
             **progress(labels, self.items),
         }
 
-    def _adjudication_state(self) -> dict[str, Any]:
+    def _adjudication_state(self) -> AdjudicationState:
         assert self.adjudicate is not None and self.kind.adjudication is not None
         a, b = self.adjudicate
         readings = {name: self._reader_rows(name) for name in (a, b)}
@@ -660,13 +705,13 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def progress(labels: dict[str, Any], items: list[Any]) -> dict[str, Any]:
+def progress(labels: dict[str, Any], items: list[Any]) -> Progress:
     """Done of total, the median seconds an item (of the labels that carry them) and the time left at it."""
     times = [lab.seconds for lab in labels.values() if getattr(lab, "seconds", None) is not None]
     median = statistics.median(times) if times else None
     left = len(items) - len(labels)
-    return {
-        "done": len(labels),
-        "median_seconds": None if median is None else round(median, 1),
-        "seconds_left": None if median is None else round(median * left),
-    }
+    return Progress(
+        done=len(labels),
+        median_seconds=None if median is None else round(median, 1),
+        seconds_left=None if median is None else round(median * left),
+    )

@@ -21,7 +21,7 @@ import csv
 import io
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
 from backtest.analysis.outputs import Decode, RunSample, SampleDesign, StratumSample
 from backtest.analysis.reading.items import AnnotationItem, PairItem, PairQuestion, ShownDocument
@@ -66,6 +66,19 @@ Judge from the text shown only.
 """
 
 
+class PairExportSummary(TypedDict):
+    """:func:`export_pairs`: the folder written and the number of pairs."""
+
+    out: str
+    n: int
+
+
+class ExportSummary(PairExportSummary):
+    """:func:`export_items`: the folder written, the number of items and how many came from each run."""
+
+    per_run: dict[str, int]
+
+
 def prepare_out(out: Path) -> None:
     if out.exists() and any(out.iterdir()):
         raise BadInput(f"{out}: exists and is not empty; annotation exports are never overwritten")
@@ -87,7 +100,7 @@ def export_items(
     codebook: Path | None = None,
     first_item: int = 1,
     per_run: int | None = None,
-) -> dict[str, Any]:
+) -> ExportSummary:
     """Draw blinded items from the runs into ``out``; return a summary (counts per run).
 
     ``per_run``: a simple random sample of that many questions from every run (all of a smaller run), the
@@ -118,11 +131,11 @@ def export_items(
     meta = {"kind": "items", "n": len(items), "seed": seed, "stratify": stratify, "first_item": first_item}
     meta |= {"runs": [m.name for m in materials], "design": design.model_dump(mode="json", exclude_none=True)}
     write_export(out, items, SHEET_COLUMNS, decode, _codebook_text(codebook), "codebook.md", meta)
-    return {
-        "out": str(out),
-        "n": len(items),
-        "per_run": {m.name: sum(1 for v in decode.values() if v["run"] == m.name) for m in materials},
-    }
+    return ExportSummary(
+        out=str(out),
+        n=len(items),
+        per_run={m.name: sum(1 for v in decode.values() if v["run"] == m.name) for m in materials},
+    )
 
 
 def _check_draw(n: int | None, per_run: int | None, stratify: str | None, first_item: int) -> None:
@@ -276,7 +289,7 @@ def export_pairs(
     out: str | Path,
     instance_id: str | None = None,
     first_item: int = 1,
-) -> dict[str, Any]:
+) -> PairExportSummary:
     """Draw ``n`` blinded pairs (split evenly over the arenas) from arenas' ``contexts.jsonl`` into ``out``.
 
     The context papers come from each arena's instance (``instance_id``, else the
@@ -311,7 +324,7 @@ def export_pairs(
     meta = {"kind": "pairs", "n": len(pairs), "seed": seed, "first_item": first_item}
     meta["arenas"] = [ws.relative(d) for d in dirs]
     write_export(out, pairs, PAIR_SHEET_COLUMNS, decode, PAIR_GUIDE, "guide.md", meta)
-    return {"out": str(out), "n": len(pairs)}
+    return PairExportSummary(out=str(out), n=len(pairs))
 
 
 def _draw_pairs(

@@ -33,10 +33,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from backtest.analysis.reading.adjudication import AdjudicationCounts, Dispute
 from backtest.analysis.reading.annotate import LABELS_LOCK, Decision
 from backtest.analysis.reading.items import read_records
 from backtest.core.errors import BadInput, CheckFailed
@@ -201,19 +202,19 @@ def _pass(folder: Path, name: str, ids: set[str], read: Callable[[Path], dict[st
     return labels
 
 
-def disagreements(folder: Path, readers: tuple[str, str]) -> list[dict[str, Any]]:
+def disagreements(folder: Path, readers: tuple[str, str]) -> list[Dispute]:
     """Every (item, judgement) on which the two passes differ, in item order, with both readings."""
     order = [i.id for i in read_items(folder)]
     a, b = (_pass(folder, r, set(order)) for r in readers)
     return [
-        {"item_id": i, "field": f, "reader_a": getattr(a[i], f), "reader_b": getattr(b[i], f)}
+        Dispute(item_id=i, field=f, reader_a=getattr(a[i], f), reader_b=getattr(b[i], f))
         for i in order
         for f in JUDGEMENTS
         if getattr(a[i], f) != getattr(b[i], f)
     ]
 
 
-def _decisions(path: Path, model: type[Decision], disputes: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+def _decisions(path: Path, model: type[Decision], disputes: Sequence[Dispute]) -> dict[tuple[str, str], Any]:
     """The decisions of ``path`` by (item, field): CheckFailed, nothing written, unless there is exactly one for each
     dispute, made on the readings the passes give now."""
     decided = {}
@@ -237,7 +238,7 @@ def _decisions(path: Path, model: type[Decision], disputes: list[dict[str, Any]]
     return decided
 
 
-def adjudicate(folder: Path, decisions_path: Path, readers: tuple[str, str]) -> dict[str, Any]:
+def adjudicate(folder: Path, decisions_path: Path, readers: tuple[str, str]) -> AdjudicationCounts:
     """Write ``adjudication.jsonl`` from the two passes and one decision for each of their disagreements: a line
     for each item they differ on (in item order), each judgement the agreed one or the reading decided, the reason
     the decisions give (their distinct reasons joined by " / "). The format of the committed sets' files (the
@@ -256,7 +257,7 @@ def adjudicate(folder: Path, decisions_path: Path, readers: tuple[str, str]) -> 
             rows.append(IntelligibilityLabel(id=item_id, reason=reason, **values))
         text = "".join(json.dumps(r.model_dump(include={"id", *JUDGEMENTS, "reason"})) + "\n" for r in rows)
         atomic_write_text(folder / "adjudication.jsonl", text)
-    return {"n": len(rows), "decided": len(decided)}
+    return AdjudicationCounts(n=len(rows), decided=len(decided))
 
 
 # --------------------------------------------------------------------------- generated questions (intelligibility-v*)
@@ -367,12 +368,18 @@ def read_question_decode(folder: Path) -> QuestionDecode:
     return read_output(QuestionDecode, folder / "decode.json")
 
 
-def question_disagreements(folder: Path, readers: tuple[str, str]) -> list[dict[str, Any]]:
+class ReadingDispute(Dispute):
+    """A generated question the two passes read differently: ``fields`` are the parts of the readings that differ."""
+
+    fields: list[str]
+
+
+def question_disagreements(folder: Path, readers: tuple[str, str]) -> list[ReadingDispute]:
     """Every generated question the two passes read differently (intelligible, real_conflict or reason), in item
     id order, with both readings and the fields that differ."""
     ids = {i.item_id for i in read_question_items(folder)}
     a, b = (_pass(folder, r, ids, read_question_labels) for r in readers)
-    out = []
+    out: list[ReadingDispute] = []
     for i in sorted(ids):
         ra, rb = a[i].reading(), b[i].reading()
         if ra != rb:
@@ -381,7 +388,7 @@ def question_disagreements(folder: Path, readers: tuple[str, str]) -> list[dict[
     return out
 
 
-def adjudicate_questions(folder: Path, decisions_path: Path, readers: tuple[str, str]) -> dict[str, Any]:
+def adjudicate_questions(folder: Path, decisions_path: Path, readers: tuple[str, str]) -> AdjudicationCounts:
     """Write ``adjudication.jsonl`` (per disputed item: both readings, the one decided, ``why``) and
     ``labels/adjudicated.jsonl`` (every item's reading: the passes' where they agree, else the decided one), as the
     committed sets have them; refuses (CheckFailed, nothing written) a missing or stale decision."""
@@ -401,4 +408,4 @@ def adjudicate_questions(folder: Path, decisions_path: Path, readers: tuple[str,
             folder / "labels" / "adjudicated.jsonl",
             "".join(json.dumps({"item_id": i, **final[i]}, sort_keys=True) + "\n" for i in sorted(final)),
         )
-    return {"n": len(final), "decided": len(rows)}
+    return AdjudicationCounts(n=len(final), decided=len(rows))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 from xml.sax.saxutils import quoteattr
 
 from backtest.analysis.reading.items import AnnotationItem, PairItem
@@ -32,7 +32,13 @@ def _documents_text(docs: Sequence[Any]) -> str:
     return "\n\n".join(f"[{k}] {d.id} ({d.published}) {d.title}\n{d.abstract}" for k, d in enumerate(docs, 1))
 
 
-def task(record: AnnotationItem | PairItem) -> dict[str, Any]:
+class Task(TypedDict):
+    """One Label Studio task: the item's text fields under ``data`` (an item's or a pair's)."""
+
+    data: dict[str, Any]
+
+
+def task(record: AnnotationItem | PairItem) -> Task:
     """One Label Studio task (``{"data": ...}``) for a blinded item or pair: text fields only."""
     if isinstance(record, PairItem):
         data: dict[str, Any] = {
@@ -51,7 +57,7 @@ def task(record: AnnotationItem | PairItem) -> dict[str, Any]:
             "documents": _documents_text(record.documents),
             "cited_options": [{"value": d.id} for d in record.documents],
         }
-    return {"data": data}
+    return Task(data=data)
 
 
 def _choices(name: str, to: str, values: Sequence[str], required: bool = True) -> str:

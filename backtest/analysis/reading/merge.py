@@ -4,7 +4,7 @@ the adjudication, into one set with one sampling design (or a line saying why it
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from backtest.analysis.outputs import Decode
 from backtest.analysis.reading.adjudication import ADJUDICATED
@@ -16,7 +16,23 @@ from backtest.core.fileio import iter_jsonl, read_text_file, write_jsonl
 from backtest.core.records import output_dict, read_output
 
 
-def _merged_design(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
+class MergedDesign(TypedDict, total=False):
+    """The merged batches' sampling ``design`` (``decode.json``'s), or ``no_design``: why there is none."""
+
+    design: dict[str, Any]
+    no_design: str
+
+
+class MergeSummary(TypedDict):
+    """:func:`merge_exports`: the folder written, its items, its readers, and why it has no design (if not)."""
+
+    out: str
+    n: int
+    raters: list[str]
+    no_design: str | None
+
+
+def _merged_design(metas: Sequence[dict[str, Any]]) -> MergedDesign:
     """The design of merged batches: their runs' samples together, when every batch recorded one of the same
     kind and no run was drawn from twice; else none, and ``no_design`` says why (``estimate`` repeats it)."""
     designs = [d for m in metas if (d := m.get("design")) is not None]
@@ -37,7 +53,7 @@ def _merged_design(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     first = designs[0]
     seeds = {d["seed"] for d in designs}
     per_run = {d.get("per_run") for d in designs}
-    design = {"kind": first["kind"], "runs": runs}
+    design: dict[str, Any] = {"kind": first["kind"], "runs": runs}
     if len(seeds) == 1 and first.get("seed") is not None:
         design["seed"] = first["seed"]
     if len(per_run) == 1 and first.get("per_run") is not None:
@@ -47,7 +63,7 @@ def _merged_design(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"design": design}
 
 
-def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, Any]:
+def merge_exports(sources: Sequence[str | Path], out: str | Path) -> MergeSummary:
     """Merge exports made in batches (``--first-item`` numbering) into one set: items or pairs, decode files,
     and each reader's labels (a reader must have labelled every batch or none). Item ids must not clash."""
     dirs = [Path(d) for d in sources]
@@ -62,7 +78,7 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
     records, decode, metas = _read_batches(dirs, kind)
     raters = _raters(dirs)
     decisions = _decisions(dirs) if ADJUDICATED in raters else []
-    design = _merged_design(metas) if kind == "items" else {}
+    design = _merged_design(metas) if kind == "items" else MergedDesign()
     guide, guide_name = _guide(dirs)
     columns = PAIR_SHEET_COLUMNS if kind == "pairs" else SHEET_COLUMNS
     meta = {"kind": kind, "n": len(records), "merged_from": metas, **design}
@@ -79,7 +95,7 @@ def merge_exports(sources: Sequence[str | Path], out: str | Path) -> dict[str, A
     if ADJUDICATED in raters:
         decisions.sort(key=lambda r: (str(r.get("item_id")), str(r.get("field"))))
         write_jsonl(out / "adjudication.jsonl", decisions)
-    return {"out": str(out), "n": len(records), "raters": raters, "no_design": design.get("no_design")}
+    return MergeSummary(out=str(out), n=len(records), raters=raters, no_design=design.get("no_design"))
 
 
 def _read_batches(dirs: Sequence[Path], kind: str) -> tuple[list[Any], dict[str, Any], list[dict[str, Any]]]:

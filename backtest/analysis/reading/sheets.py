@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from backtest.analysis.reading.adjudication import ADJUDICATED, LABELS_LOCK
 from backtest.analysis.reading.items import (
@@ -74,6 +74,16 @@ def _split_ids(value: str) -> list[str]:
     return [p for p in value.replace(";", " ").replace(",", " ").split() if p]
 
 
+class ImportSummary(TypedDict):
+    """:func:`import_sheet`: the labels file written, how many, whether pair verdicts, and whether the
+    adjudicated labels were made from this reader's earlier ones (adjudicate again)."""
+
+    labels: str
+    n: int
+    pairwise: bool
+    adjudication_stale: bool
+
+
 def import_sheet(
     sheet: str | Path,
     items_dir: str | Path,
@@ -81,7 +91,7 @@ def import_sheet(
     out: str | Path | None = None,
     replace: bool = False,
     completed_by: str | None = None,
-) -> dict[str, Any]:
+) -> ImportSummary:
     """Validate a filled sheet against its items; write ``labels/<rater>.jsonl``. CheckFailed lists every problem.
 
     A ``.json`` SHEET is Label Studio's JSON export of the tasks ``annotate export --format label-studio`` wrote
@@ -112,7 +122,7 @@ def import_sheet(
             )
         write_labels(target, labels, [r.item_id for r in records])
         stale = replaced and (target.parent / f"{ADJUDICATED}.jsonl").is_file()
-    return {"labels": str(target), "n": len(labels), "pairwise": pairwise, "adjudication_stale": stale}
+    return ImportSummary(labels=str(target), n=len(labels), pairwise=pairwise, adjudication_stale=stale)
 
 
 def _labels_target(rater: str, items_dir: Path, out: str | Path | None) -> Path:

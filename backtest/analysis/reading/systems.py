@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from backtest.analysis.outputs import Decode
 from backtest.analysis.reading.items import AnnotationItem, Label, read_items, read_labels
-from backtest.analysis.reading.validate import DEFAULT_BOOT, agreement_block, label_of, truth_labels
+from backtest.analysis.reading.validate import DEFAULT_BOOT, AgreementBlock, agreement_block, label_of, truth_labels
 from backtest.core.errors import BadInput
-from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, read_output
+from backtest.core.records import ENGAGED_OUTCOMES, OUTCOMES, Judgment, read_output
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,55 @@ def labelled_items(folders: Sequence[str | Path]) -> list[LabelledItem]:
     return out
 
 
-def agreement_summary(truths: Sequence[Label], judged: Sequence[Any], n_boot: int, seed: int) -> dict[str, Any]:
+class KappaLine(TypedDict):
+    kappa: float | None
+    kappa_ci: list[float | None]
+    agreement: float | None
+
+
+class EngagedRate(TypedDict):
+    readers: float | None
+    judge: float | None
+
+
+class AgreementSummary(TypedDict):
+    """:func:`agreement_summary`: n, kappa and agreement on engaged and on the outcome, and both engaged rates."""
+
+    n: int
+    engaged: KappaLine
+    outcome: KappaLine
+    engaged_rate: EngagedRate
+
+
+class SystemsReport(TypedDict):
+    """:func:`report_of`: the agreement summary per system and pooled."""
+
+    systems: dict[str, AgreementSummary]
+    pooled: AgreementSummary
+
+
+class LeaveOneOutReport(SystemsReport):
+    """:func:`leave_one_system_out`."""
+
+    evaluation: str
+    features: list[str]
+    sets: list[str]
+    judgments: dict[str, str]
+
+
+class NestedReport(SystemsReport):
+    """:func:`nested_leave_one_system_out`."""
+
+    evaluation: str
+    candidates: list[list[str]]
+    chosen_per_held_out_system: dict[str, list[str]]
+
+
+def _kappa_line(block: AgreementBlock) -> KappaLine:
+    return KappaLine(kappa=block["kappa"], kappa_ci=block["kappa_ci"], agreement=block["agreement"])
+
+
+def agreement_summary(truths: Sequence[Label], judged: Sequence[Any], n_boot: int, seed: int) -> AgreementSummary:
     engaged = agreement_block(
         [label_of(t, "engaged") for t in truths],
         [label_of(j, "engaged") for j in judged],
@@ -80,15 +128,15 @@ def agreement_summary(truths: Sequence[Label], judged: Sequence[Any], n_boot: in
     )
     outcome = agreement_block([t.outcome for t in truths], [j.outcome for j in judged], OUTCOMES, n_boot, seed)
     n = len(truths)
-    return {
-        "n": n,
-        "engaged": {k: engaged[k] for k in ("kappa", "kappa_ci", "agreement")},
-        "outcome": {k: outcome[k] for k in ("kappa", "kappa_ci", "agreement")},
-        "engaged_rate": {
-            "readers": round(sum(t.outcome in ENGAGED_OUTCOMES for t in truths) / n, 4) if n else None,
-            "judge": round(sum(j.outcome in ENGAGED_OUTCOMES for j in judged) / n, 4) if n else None,
-        },
-    }
+    return AgreementSummary(
+        n=n,
+        engaged=_kappa_line(engaged),
+        outcome=_kappa_line(outcome),
+        engaged_rate=EngagedRate(
+            readers=round(sum(t.outcome in ENGAGED_OUTCOMES for t in truths) / n, 4) if n else None,
+            judge=round(sum(j.outcome in ENGAGED_OUTCOMES for j in judged) / n, 4) if n else None,
+        ),
+    )
 
 
 def item_rows(items: Sequence[LabelledItem], model: str, names: Sequence[str]) -> list[tuple[LabelledItem, Any]]:
@@ -104,7 +152,7 @@ def judge_held_out(
     names: Sequence[str],
     model: str = "all-MiniLM-L6-v2",
     fit: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Judgment]:
     """Item key -> judgment, for ``system``'s items, by a judge fitted on every other system's rows (``names``: the
     rows' feature columns)."""
     from backtest.judge.constraints import to_judgment
@@ -112,7 +160,7 @@ def judge_held_out(
 
     train = [(li.item, feats, li.truth) for li, (feats, _) in rows if li.system != system]
     judge = FittedJudge(fit_from_rows(train, model, features=tuple(names), **(fit or {})))
-    judged = {}
+    judged: dict[str, Judgment] = {}
     for li, (feats, notes) in rows:
         if li.system == system:
             answer, reasons = judge.decide(li.item.question, feats, notes)
@@ -129,20 +177,20 @@ def held_out_judgments(
     names: Sequence[str],
     model: str = "all-MiniLM-L6-v2",
     fit: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Judgment]:
     """Item key -> the judgment of a judge fitted (on ``rows``' features ``names``) without the item's system."""
     systems = sorted({li.system for li in items})
     if len(systems) < 2:
         raise BadInput("leave-one-system-out needs items of at least two systems")
     keep = {li.key for li in items}
     rows = [r for r in rows if r[0].key in keep]
-    judged: dict[str, Any] = {}
+    judged: dict[str, Judgment] = {}
     for system in systems:
         judged.update(judge_held_out(rows, system, names, model, fit))
     return judged
 
 
-def report_of(items: Sequence[LabelledItem], judged: dict[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+def report_of(items: Sequence[LabelledItem], judged: dict[str, Any], n_boot: int, seed: int) -> SystemsReport:
     """Agreement per system and pooled of held-out judgments (:func:`agreement_summary`)."""
     systems = sorted({li.system for li in items})
     return {
@@ -167,7 +215,7 @@ def leave_one_system_out(
     n_boot: int = DEFAULT_BOOT,
     seed: int = 0,
     rows: list[tuple[LabelledItem, Any]] | None = None,
-) -> dict[str, Any]:
+) -> LeaveOneOutReport:
     """Fit on every other system, judge the held-out one (module docstring): per system and pooled. ``rows``:
     :func:`item_rows` already computed for ``features``."""
     from backtest.judge.features import DOC_FEATURES
@@ -222,14 +270,14 @@ def nested_leave_one_system_out(
     n_boot: int = DEFAULT_BOOT,
     seed: int = 0,
     model: str = "all-MiniLM-L6-v2",
-) -> dict[str, Any]:
+) -> NestedReport:
     """Leave one system out with the feature set itself chosen without it: for each held-out system the
     candidates are compared by leave-one-system-out on the other systems only (:func:`choose_features`), the
     winner is fitted on all of them and judges the held-out system. What this reports is the agreement the whole
     procedure (choose features, fit) reaches on a system it never saw: no number here was chosen on the items
     it is reported on."""
     systems = sorted({li.system for li in items})
-    judged: dict[str, Any] = {}
+    judged: dict[str, Judgment] = {}
     chosen: dict[str, list[str]] = {}
     for system in systems:
         others = [li for li in items if li.system != system]
@@ -268,14 +316,14 @@ NEVER_TESTED_ON = (
 )
 
 
-def nested_study(folders: Sequence[Path]) -> tuple[list[LabelledItem], list[tuple[LabelledItem, Any]], dict[str, Any]]:
+def nested_study(folders: Sequence[Path]) -> tuple[list[LabelledItem], list[tuple[LabelledItem, Any]], NestedReport]:
     """The pooled items of ``folders``, their feature rows, and the nested leave-one-system-out report on them."""
     items = labelled_items(folders)
     rows = item_rows(items, STUDY_MODEL, ALL_FEATURES)
     return items, rows, nested_leave_one_system_out(items, rows, ALL_FEATURES, CANDIDATES, model=STUDY_MODEL)
 
 
-def pooled_card_entry(folders: Sequence[Path], items: Sequence[LabelledItem], nested: dict[str, Any]) -> dict[str, Any]:
+def pooled_card_entry(folders: Sequence[Path], items: Sequence[LabelledItem], nested: NestedReport) -> dict[str, Any]:
     """The validity-card entry of the nested study: its headline is the agreement on systems never seen."""
     from backtest.core.seal import sha256_file, sha256_json
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from backtest.analysis.reading.items import AnnotationItem, Label, PairItem, PairLabel
 from backtest.arena.pairwise import PairwiseJudge
@@ -43,6 +43,43 @@ RARE_PREMISE_LABELS = ("refuted", "weakened")
 DEFAULT_BOOT = 2000
 
 
+class Confusion(TypedDict):
+    """A confusion matrix: ``matrix[r][c]`` counts items ``a`` labelled ``labels[r]`` and ``b`` ``labels[c]``."""
+
+    labels: list[str]
+    matrix: list[list[int]]
+
+
+class AgreementBlock(TypedDict):
+    """:func:`agreement_block`: n, raw agreement, Cohen's kappa with its bootstrap CI, the confusion matrix."""
+
+    n: int
+    agreement: float | None
+    kappa: float | None
+    kappa_ci: list[float | None]
+    confusion: Confusion | None
+
+
+class Distribution(TypedDict):
+    """:func:`distribution`: counts per label, the labels used, the share of the label space used, and flags."""
+
+    counts: dict[str, int]
+    labels_used: list[str]
+    label_space_usage: float
+    flags: list[str]
+
+
+class DecidedAgreement(TypedDict):
+    """:func:`_decided`: agreement on the pairs the truth decided (CI: Clopper-Pearson)."""
+
+    n: int
+    n_decided: int
+    agree: int
+    judge_ties_on_decided: int
+    agreement: float | None
+    ci95: list[float | None]
+
+
 def label_of(record: Any, field: str) -> str:
     """A label record's (or judgment's) value for ``field``; ``engaged`` is derived from the outcome."""
     if field == "engaged":
@@ -52,7 +89,7 @@ def label_of(record: Any, field: str) -> str:
 
 def agreement_block(
     a: Sequence[str], b: Sequence[str], labels: Sequence[str], n_boot: int = DEFAULT_BOOT, seed: int = 0
-) -> dict[str, Any]:
+) -> AgreementBlock:
     """n, raw agreement, Cohen's kappa with a seeded bootstrap 95% CI, and the confusion matrix (rows: ``a``)."""
     pairs = list(zip(a, b))
     if not pairs:
@@ -74,7 +111,7 @@ def _clean(x: float) -> float | None:
     return None if x != x else round(float(x), 4)
 
 
-def distribution(values: Sequence[str], labels: Sequence[str], field: str) -> dict[str, Any]:
+def distribution(values: Sequence[str], labels: Sequence[str], field: str) -> Distribution:
     """Counts per label, the labels used, and flags (a premise rater that never says refuted/weakened)."""
     counts = Counter(values)
     used = [lab for lab in labels if counts.get(lab)]
@@ -361,7 +398,7 @@ def validate_pairs(
     return report
 
 
-def _decided(judged: dict[str, tuple], truth: dict[str, str]) -> dict[str, Any]:
+def _decided(judged: dict[str, tuple], truth: dict[str, str]) -> DecidedAgreement:
     """Agreement on the cases ``truth`` decided (a or b): a judge's tie counts as a miss; CI is Clopper–Pearson."""
     decided = [i for i in judged if truth.get(i) in ("a", "b")]
     hits = sum(1 for i in decided if judged[i][0] == truth[i])

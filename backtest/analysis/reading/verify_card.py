@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from backtest.core.errors import BadInput
 from backtest.core.records import read_output
@@ -80,6 +80,26 @@ class NotRecomputable(Exception):
     """An entry this machine cannot re-derive (why is the message)."""
 
 
+class EntryCheck(TypedDict):
+    """One card entry re-derived: ``matches``, ``differs`` (with the differences) or ``not recomputed`` (``why``)."""
+
+    set: str
+    status: str
+    why: NotRequired[str]
+    differences: list[str]
+
+
+class CardCheck(TypedDict):
+    """:func:`verify_card`: the card, its sha256, whether it holds, its status and problems, each entry's check."""
+
+    card: str
+    sha256: str
+    ok: bool
+    status: str
+    problems: list[str]
+    entries: list[EntryCheck]
+
+
 def recompute_entry(
     judge, entry: dict[str, Any], sets: dict[str, Path], validation_dir: Path, pairwise: bool
 ) -> dict[str, Any]:
@@ -129,7 +149,7 @@ def _answers_at_all(judge, items_path: Path) -> None:
 
 def verify_card(
     ws, path: Path, judge_spec: str | None = None, expect_sha256: str | None = None, allow_endpoint: bool = False
-) -> dict[str, Any]:
+) -> CardCheck:
     """Check the card at ``path``: the judge-free checks, then each entry re-derived by its judge (one that calls
     an endpoint only with ``allow_endpoint``).
 
@@ -146,7 +166,7 @@ def verify_card(
     problems = card_problems(path, card)
     if expect_sha256 and digest != expect_sha256.lower():
         problems.append(f"its sha256 {digest[:16]} is not the published {expect_sha256[:16]}")
-    entries: list[dict[str, Any]] = []
+    entries: list[EntryCheck] = []
     judge = None if problems else find_judge(ws, card, judge_spec)
     if not problems and judge is None:
         problems.append(f"no judge in this workspace has the card's fingerprint {card.fingerprint}")
@@ -170,11 +190,4 @@ def verify_card(
             problems.append("no figure could be recomputed here and no published sha256 was given")
     unverified = problems == ["no figure could be recomputed here and no published sha256 was given"]
     status = "ok" if not problems else "unverified" if unverified else "invalid"
-    return {
-        "card": str(path),
-        "sha256": digest,
-        "ok": not problems,
-        "status": status,
-        "problems": problems,
-        "entries": entries,
-    }
+    return CardCheck(card=str(path), sha256=digest, ok=not problems, status=status, problems=problems, entries=entries)
