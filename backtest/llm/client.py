@@ -39,7 +39,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NotRequired, Sequence, TypedDict, cast
+from typing import Any, Callable, Sequence, cast
 
 import requests
 import tenacity
@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from backtest.core.errors import BadInput, redact, redact_answer
 from backtest.core.seal import canonical_json, sha256_text
+from backtest.llm.wire import AnswerFields, ChatBody
 
 #: the environment variables an LLM config may name as its key (docs/judges.md, "API keys")
 API_KEY_ENV = re.compile(r"OPENAI_API_KEY|BACKTEST_[A-Z0-9_]+_API_KEY")
@@ -68,39 +69,6 @@ class LLMError(RuntimeError):
 
 class InvalidAnswer(ValueError):
     """The answer was not a JSON object, or the caller's ``validate`` rejected it (retried)."""
-
-
-class AnswerFields(TypedDict):
-    """:meth:`LLMSettings.answer_fields`: the settings that reach the cache key."""
-
-    base_url: str
-    model: str
-    temperature: float
-    max_tokens: int
-    seed: int | None
-
-
-class JsonSchemaFormat(TypedDict):
-    name: str
-    strict: bool
-    schema: dict[str, Any]
-
-
-class ResponseFormat(TypedDict):
-    type: str
-    json_schema: JsonSchemaFormat
-
-
-class ChatBody(TypedDict):
-    """:meth:`LLMClient.request_body`: the JSON body of one ``/chat/completions`` call."""
-
-    model: str
-    messages: list[dict[str, str]]
-    temperature: float
-    max_tokens: int
-    stream: bool
-    seed: NotRequired[int]
-    response_format: NotRequired[ResponseFormat]
 
 
 class LLMSettings(BaseModel):
