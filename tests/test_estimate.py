@@ -53,10 +53,11 @@ def _estimate(capsys, runs, *labels) -> dict:
 
 def test_every_committed_run_is_sampled_and_read(capsys):
     """Each committed run has a simple random sample of min(40, N) questions in one of its instance's committed
-    label sets (release-<instance>-v1, and -eg-v1 for the gated evidence_graph run), all read and adjudicated."""
+    label sets (release-<instance>-v1, and -eg-v1 / -eg-v2 for the gated evidence_graph runs), all read and
+    adjudicated."""
     for labels, instance in ((ASTRO_LABELS, "astro-2025"), (SPACE_LABELS, "space-2016")):
         sampled: dict[str, dict] = {}
-        for folder in sorted(labels.parent.glob(f"release-{instance}-*v1")):
+        for folder in sorted(labels.parent.glob(f"release-{instance}-*v[0-9]")):
             decode = read_json(folder / "decode.json")
             design = decode["design"]
             assert design["kind"] == "srs" and design["per_run"] == 40
@@ -217,7 +218,7 @@ def test_annotate_export_of_every_committed_run_shows_the_text(capsys, tmp_path)
     )
     assert code == 0, err
     items = [row for _, row in iter_jsonl(tmp_path / "x" / "items.jsonl")]
-    assert len(items) == 3 * 10 + 2 * 2  # 3 of each run; the two 2-question evidence_graph runs give 2
+    assert len(items) == 3 * 12 + 2 * 2  # 3 of each run; the two 2-question evidence_graph runs give 2
     docs = [d for it in items for d in it["documents"]]
     assert docs and all(d["title"].strip() and d["abstract"].strip() for d in docs)
     shown = (tmp_path / "x" / "items.md").read_text()

@@ -205,31 +205,33 @@ def _card_workspace(tmp_path: Path, sets: tuple[str, ...]) -> Workspace:
 def test_a_forged_or_borrowed_validity_card_is_shown_as_invalid_never_its_numbers(tmp_path):
     """Item 3. Before: a card edited to claim κ 0.97 on n=5,000, or a card copied to another judge's file name,
     was printed by score, compare and the leaderboard as it was written."""
+    from backtest.core.runs import RunJudge
     from backtest.judge.cards import run_validity
 
     ws = _card_workspace(
         tmp_path, ("outcomes-heldout-v1", "outcomes-v1", "release-astro-2025-v1", "release-space-2016-v1")
     )
-    run_judge = json.loads((REPO / "results/astro-2025/direct_llm").glob("*/RUN.json").__next__().read_text())["judge"]
+    run_file = next((REPO / "results/astro-2025/direct_llm").glob("*/RUN.json"))
+    run_judge = RunJudge.model_validate(json.loads(run_file.read_text())["judge"])
     honest = run_validity(ws, run_judge)
-    assert honest["problems"] == [] and "κ engaged 0.26" in honest["line"]
+    assert honest.problems == [] and "κ engaged 0.26" in honest.line
 
-    card_file = REPO / honest["card"]
+    card_file = REPO / honest.card
     forged = json.loads(card_file.read_text())
     forged["validations"][0]["engaged"].update(kappa=0.97, kappa_ci=[0.95, 0.99])
     forged["validations"][0]["n"] = 5000
-    (ws.root / honest["card"]).write_text(json.dumps(forged))
+    (ws.root / honest.card).write_text(json.dumps(forged))
     shown = run_validity(ws, run_judge)
-    assert shown["line"].startswith("judge validity: card invalid") and "0.97" not in shown["line"]
-    assert "n=5000 is impossible on a set of 68 items" in shown["line"] and shown["validations"] == []
+    assert shown.line.startswith("judge validity: card invalid") and "0.97" not in shown.line
+    assert "n=5000 is impossible on a set of 68 items" in shown.line and shown.validations == []
 
     # the same (honest) card filed under the fingerprint of another judge, the offline-cues-v1 one
-    other = {"name": "offline-cues-v1", "model": "m", "protocol": "p", "prompt_sha256": "x", "config_sha256": "y"}
+    other = RunJudge(name="offline-cues-v1", model="m", protocol="p", prompt_sha256="x", config_sha256="y")
     from backtest.judge.cards import card_path
 
-    card_path(ws.judges / "cards", other).write_text(card_file.read_text())
+    card_path(ws.judges / "cards", other.info()).write_text(card_file.read_text())
     borrowed = run_validity(ws, other)
-    assert "card invalid" in borrowed["line"] and "is not its file name" in borrowed["line"]
+    assert "card invalid" in borrowed.line and "is not its file name" in borrowed.line
 
 
 def test_verify_card_recomputes_every_figure_and_catches_a_plausible_forgery(tmp_path, capsys):
