@@ -61,8 +61,7 @@ RULE_PRIOR = {rule: prior for rule, _, prior, _ in AUTHOR_RULES} | {"one_data_se
 PRIOR_WEIGHT = 4.0  # pseudo-decisions the prior is worth
 RANDOM_SHARE = 0.1
 SHEET_FIELDS = ("item_id", "decision", "type", "reason", "notes")
-D = TypeVar("D", bound=BaseModel)
-R = TypeVar("R", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel)
 
 
 def prior(candidate: Candidate) -> float:
@@ -93,7 +92,7 @@ def batches(gate: Path, prefix: str = "batch") -> list[Path]:
     return sorted(p for p in gate.glob(f"{prefix}-[0-9][0-9][0-9]") if p.is_dir())
 
 
-def read_batch_decode(batch: Path, model: type[D], what: str) -> D:
+def read_batch_decode(batch: Path, model: type[M], what: str) -> M:
     """A batch's ``decode.json`` as ``model`` (BadInput naming the file otherwise)."""
     path = batch / "decode.json"
     if not path.is_file():
@@ -111,7 +110,7 @@ def batch_files(folder: Path, prefix: str) -> list[Path]:
     return sorted(folder.glob(f"{prefix}-*.jsonl")) if folder.is_dir() else []
 
 
-def read_batch_records(folder: Path, prefix: str, model: type[R]) -> list[R]:
+def read_batch_records(folder: Path, prefix: str, model: type[M]) -> list[M]:
     """Every record of ``folder``'s batch files, batch by batch, in the order they were written."""
     return [parse_record(model, row, f"{p}:{n}") for p in batch_files(folder, prefix) for n, row in iter_jsonl(p)]
 

@@ -393,17 +393,17 @@ def gated_draft(
         )
         if question is None:
             return None
-        stated = [note.earlier, note.later] if note and len(c.claims) == 2 else [note.later] if note else []
+        # the stated finding of each claim, earlier first ("" where none is stated: the lifted clause stands in)
+        stated = ([note.earlier] if len(c.claims) == 2 else []) + [note.later] if note else [""] * len(c.claims)
         draft = Draft(
             question=question,
             source_evidence_ids=list(dict.fromkeys(s.paper_id for s in c.claims)),
             objects=None,
             signal_type=kind,
             premise=" / ".join(
-                f"{s.paper_id}: {text or claim_clause(s.sentence, 300)}"
-                for s, text in zip(c.claims, stated or [""] * len(c.claims))
+                f"{s.paper_id}: {text or claim_clause(s.sentence, 300)}" for s, text in zip(c.claims, stated)
             ),
-            extra={**gated_contract(c, kind, note)},
+            extra=gated_contract(c, kind, note),
         )
     draft.signal_type = kind
     draft.tension = GatedTension(
